@@ -1,0 +1,91 @@
+"""The interface every backend (cpu, cuda, optix) implements.
+
+A backend owns the device copies of one model and state and advances them; the whole step (detect,
+contact forces, fields, integration, walls) runs inside it so a GPU backend never syncs with the host
+between frames. ``engine.simulation`` drives it and checks what comes back.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model import Model
+from ..state import State
+
+
+@dataclass
+class StepTimings:
+    """Wall-clock time of the phases the paper's Table 1 reports, summed over ``steps``.
+
+    Attributes:
+        build_s: Building/refitting the collision structure [s].
+        detect_s: Finding contacts and computing contact forces [s].
+        update_s: Integration, walls, fields and bookkeeping [s].
+        steps: Steps covered.
+        rebuilds: Full rebuilds among them.
+    """
+
+    build_s: float = 0.0
+    detect_s: float = 0.0
+    update_s: float = 0.0
+    steps: int = 0
+    rebuilds: int = 0
+
+    def add(self, other: "StepTimings") -> None:
+        self.build_s += other.build_s
+        self.detect_s += other.detect_s
+        self.update_s += other.update_s
+        self.steps += other.steps
+        self.rebuilds += other.rebuilds
+
+    @property
+    def total_s(self) -> float:
+        return self.build_s + self.detect_s + self.update_s
+
+
+class Backend(abc.ABC):
+    """Advances one model's state.
+
+    Args:
+        model: The static model; the backend keeps references or device copies of its arrays.
+    """
+
+    #: Name used on the command line and in Blender ('cpu', 'cuda', 'optix').
+    name: str = ""
+
+    def __init__(self, model: Model):
+        self.model = model
+
+    @abc.abstractmethod
+    def set_state(self, state: State) -> None:
+        """Upload ``state``; the next step rebuilds the collision structure from scratch."""
+
+    @abc.abstractmethod
+    def get_state(self) -> State:
+        """Download a copy of the current state (particles in the model's order)."""
+
+    @abc.abstractmethod
+    def step(self, count: int) -> StepTimings:
+        """Advance ``count`` steps.
+
+        Raises:
+            SimulationDiverged: NaN or a speed above ``physics.speed_limit``; backends that cannot
+                check every step without a host sync check when the state is downloaded.
+        """
+
+    @abc.abstractmethod
+    def contact_pairs(self) -> np.ndarray:
+        """Colliding pairs of the current state, each once as (i, j) with i < j: int32 (pairs, 2)."""
+
+    def contact_counts(self) -> np.ndarray:
+        """Contacts of every particle in the current state, int32 (particle_count,)."""
+        pairs = self.contact_pairs()
+        n = self.model.particle_count
+        return (np.bincount(pairs[:, 0], minlength=n) + np.bincount(pairs[:, 1], minlength=n)).astype(np.int32)
+
+    def describe(self) -> str:
+        """One line naming the backend and its device, for logs and the UI."""
+        return self.name

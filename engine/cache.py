@@ -1,0 +1,155 @@
+"""The bake cache: DIR/manifest.json plus one binary PLY per frame, DIR/frame_0001.ply, ...
+
+Frame 1 is the initial state; frame f is the state after (f − 1) × steps_per_frame steps. Every frame
+holds the vertex properties of ``FRAME_PROPERTIES`` (float32 x y z radius vx vy vz, int32 id and
+object_id, uint8 material and active), in particle order. Frames and the manifest are written
+atomically (temporary file, then rename), and the manifest is updated only after its frame is on
+disk, so ``frames_completed`` always names frames that are complete. The manifest also stores the
+resolved physics, so a bake resumes from the cache alone (see ``load_resume``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import __version__
+from .errors import MochiError
+from .model import Model, Physics, build_model
+from .ply import read_points, write_points
+from .state import State, make_state
+
+FORMAT_NAME = "mochi-cache"
+FORMAT_VERSION = 1
+MANIFEST_NAME = "manifest.json"
+FRAME_PATTERN = "frame_{frame:04d}.ply"
+FRAME_PROPERTIES = ("x", "y", "z", "radius", "vx", "vy", "vz", "id", "object_id", "material", "active")
+
+
+def frame_path(folder: str | os.PathLike, frame: int) -> Path:
+    """Path of frame ``frame`` (1-based) in a cache folder."""
+    return Path(folder) / FRAME_PATTERN.format(frame=frame)
+
+
+def frame_columns(model: Model, state: State) -> dict[str, np.ndarray]:
+    """The PLY columns of one frame."""
+    p, v = state.positions, state.velocities
+    return {"x": p[:, 0], "y": p[:, 1], "z": p[:, 2], "radius": model.radius,
+            "vx": v[:, 0], "vy": v[:, 1], "vz": v[:, 2], "id": model.particle_id,
+            "object_id": model.object_id, "material": model.material_index.astype(np.uint8),
+            "active": state.active}
+
+
+def write_json_atomic(path: Path, data: dict) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, indent=2)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise MochiError(f"Cannot write '{path}': {exc.strerror or exc}.") from None
+
+
+def read_manifest(folder: str | os.PathLike) -> dict | None:
+    """The manifest of a cache folder, or None when there is none.
+
+    Raises:
+        MochiError: a manifest that is not Mochi's or of an unknown format version.
+    """
+    path = Path(folder) / MANIFEST_NAME
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise MochiError(f"The cache manifest '{path}' cannot be read ({exc}).") from None
+    if data.get("format") != FORMAT_NAME or data.get("format_version") != FORMAT_VERSION:
+        raise MochiError(f"'{path}' is not a Mochi cache manifest of format version {FORMAT_VERSION}.")
+    return data
+
+
+@dataclass
+class CacheWriter:
+    """Writes frames and keeps the manifest current.
+
+    Attributes:
+        folder: Cache folder (created if missing).
+        model: The model being baked.
+        info: Extra manifest entries (preset, scene name, backend...).
+    """
+
+    folder: Path
+    model: Model
+    info: dict
+
+    def __post_init__(self):
+        self.folder = Path(self.folder)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise MochiError(f"Cannot create the cache folder '{self.folder}': {exc.strerror or exc}.") from None
+        if not os.access(self.folder, os.W_OK):
+            raise MochiError(f"The cache folder '{self.folder}' is not writable.")
+
+    def manifest(self, frames_completed: int) -> dict:
+        physics = self.model.physics
+        return {
+            "format": FORMAT_NAME,
+            "format_version": FORMAT_VERSION,
+            "engine_version": __version__,
+            "fps": physics.fps,
+            "dt": physics.dt,
+            "steps_per_frame": physics.steps_per_frame,
+            "particle_count": self.model.particle_count,
+            "attributes": list(FRAME_PROPERTIES),
+            "frame_pattern": FRAME_PATTERN,
+            "frame_start": 1,
+            "frames_completed": frames_completed,
+            "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "physics": physics.to_json(),
+            **self.info,
+        }
+
+    def write_frame(self, frame: int, state: State) -> Path:
+        """Write frame ``frame`` (1-based), then record it in the manifest."""
+        path = frame_path(self.folder, frame)
+        write_points(path, frame_columns(self.model, state))
+        write_json_atomic(self.folder / MANIFEST_NAME, self.manifest(frame))
+        return path
+
+
+def read_frame(folder: str | os.PathLike, frame: int) -> dict[str, np.ndarray]:
+    """Columns of one cached frame (all ``FRAME_PROPERTIES``)."""
+    return read_points(frame_path(folder, frame), required=FRAME_PROPERTIES)
+
+
+def load_resume(folder: str | os.PathLike) -> tuple[Model, State, dict]:
+    """Model, state at the last complete frame, and manifest of an existing cache.
+
+    Raises:
+        MochiError: no cache in ``folder`` or a frame that cannot be read.
+    """
+    manifest = read_manifest(folder)
+    if manifest is None or manifest.get("frames_completed", 0) < 1:
+        raise MochiError(f"There is no bake to resume in '{folder}'.")
+    physics = Physics.from_json(manifest["physics"])
+    first = read_frame(folder, 1)
+    model = build_model(first["radius"], physics, material_index=first["material"].astype(np.int32),
+                        object_id=first["object_id"], particle_id=first["id"])
+    last_frame = int(manifest["frames_completed"])
+    last = first if last_frame == 1 else read_frame(folder, last_frame)
+    if len(last["x"]) != model.particle_count:
+        raise MochiError(f"Frame {last_frame} in '{folder}' has {len(last['x'])} particles, but the bake has "
+                         f"{model.particle_count}.")
+    state = make_state(np.stack([last["x"], last["y"], last["z"]], axis=1),
+                       np.stack([last["vx"], last["vy"], last["vz"]], axis=1), last["active"],
+                       step=(last_frame - 1) * physics.steps_per_frame)
+    return model, state, manifest

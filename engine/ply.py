@@ -1,0 +1,97 @@
+"""Point-cloud PLY files (binary little-endian), read and written through plyfile.
+
+The cache, ``mochi contacts``, ``mochi bench --state`` and ``mochi pack`` all use this one module.
+Blender's geometry-nodes 'Import PLY' reads these files directly, every vertex property becoming a
+point attribute.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+from plyfile import PlyData, PlyElement
+
+from .errors import MochiError
+
+
+def write_points(path: str | os.PathLike, columns: dict[str, np.ndarray]) -> None:
+    """Write one 'vertex' element with the given 1-D columns, atomically.
+
+    The file is written beside its destination under a temporary name, flushed to disk and renamed,
+    so a reader (or a killed bake) only ever sees complete files.
+
+    Args:
+        path: Destination .ply.
+        columns: Property name → array of shape (point_count,); dtypes are kept (float32, int32,
+            uint8...).
+
+    Raises:
+        MochiError: the folder cannot be written.
+    """
+    path = Path(path)
+    count = len(next(iter(columns.values())))
+    table = np.empty(count, dtype=[(name, np.asarray(col).dtype.str) for name, col in columns.items()])
+    for name, col in columns.items():
+        table[name] = col
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "wb") as handle:
+            PlyData([PlyElement.describe(table, "vertex")], byte_order="<").write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise MochiError(f"Cannot write '{path}': {exc.strerror or exc}.") from None
+
+
+def read_points(path: str | os.PathLike, required: tuple[str, ...] = ("x", "y", "z", "radius")) -> dict[str, np.ndarray]:
+    """Read the 'vertex' element of a PLY file as property name → 1-D array.
+
+    Raises:
+        MochiError: missing file, not a PLY, no vertex element, or a required property missing.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise MochiError(f"The file '{path}' does not exist.")
+    try:
+        data = PlyData.read(str(path))
+        vertex = data["vertex"]
+        names = [p.name for p in vertex.properties]
+        columns = {name: np.asarray(vertex[name]) for name in names}
+    except KeyError:
+        raise MochiError(f"'{path}' has no 'vertex' element, so it holds no particles.") from None
+    except Exception as exc:  # plyfile raises many types for malformed input
+        raise MochiError(f"'{path}' is not a readable PLY file ({exc}).") from None
+    missing = [name for name in required if name not in columns]
+    if missing:
+        raise MochiError(f"'{path}' lacks the vertex properties {', '.join(missing)} "
+                         f"(it has {', '.join(names) or 'none'}).")
+    return columns
+
+
+def read_particles(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Positions (n, 3) float32 [m], radii (n,) float32 [m] and velocities (n, 3) float32 [m/s] or
+    None, from a PLY with x y z radius and optional vx vy vz.
+
+    Raises:
+        MochiError: as ``read_points``, plus no points, NaN positions, or a radius that is not positive.
+    """
+    cols = read_points(path)
+    positions = np.stack([cols["x"], cols["y"], cols["z"]], axis=1).astype(np.float32)
+    radius = cols["radius"].astype(np.float32)
+    if positions.shape[0] == 0:
+        raise MochiError(f"'{path}' holds no particles.")
+    bad = ~np.isfinite(positions).all(axis=1)
+    if bad.any():
+        raise MochiError(f"'{path}': particle {int(np.flatnonzero(bad)[0])} has a NaN or infinite position.")
+    bad = ~(np.isfinite(radius) & (radius > 0))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise MochiError(f"'{path}': particle {i} has radius {radius[i]!r}; every radius must be positive.")
+    velocities = None
+    if all(name in cols for name in ("vx", "vy", "vz")):
+        velocities = np.stack([cols["vx"], cols["vy"], cols["vz"]], axis=1).astype(np.float32)
+    return positions, radius, velocities

@@ -1,0 +1,298 @@
+"""Preset scenes: TOML files validated into frozen dataclasses.
+
+A preset stores only what differs from the defaults below. Every problem is reported as one sentence
+naming the file and the key, e.g. "presets/x.toml: [time] dt must be a positive number or 'auto', not
+-1." The schema (tables, keys, types, defaults) is the ``SCHEMA`` dictionary; docs/presets.md in the
+README describes it for authors.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import MochiError
+from .model import SIDES
+
+AUTO = "auto"
+
+
+@dataclass(frozen=True)
+class EmitterSpec:
+    """Where particles come from (see README, 'Presets').
+
+    kind 'box': ``count`` spheres with radii uniform in ``radius`` on random distinct sites of a lattice
+    in the box lo..hi (never overlapping), deterministic for the scene seed.
+    kind 'mesh': the mesh file at ``path`` packed with spheres (engine.packing), once per ``copies``
+    offset, each copy its own object id.
+    kind 'file': particles from a PLY with x y z radius (optional vx vy vz).
+    """
+
+    kind: str
+    count: int | None = None
+    lo: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    hi: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    radius: tuple[float, float] | None = None
+    material: str | None = None
+    velocity: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    angular_velocity: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    object_id: int = 0
+    path: str = ""
+    small_ratio: float = 0.5
+    shell: int = 0
+    fit: float | None = None
+    center: tuple[float, float, float] | None = None
+    rotation: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    copies: tuple[tuple[float, float, float], ...] = ((0.0, 0.0, 0.0),)
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A validated preset. Numbers are SI: m, s, kg, rad."""
+
+    source: str
+    name: str = "Untitled"
+    description: str = ""
+    fps: float = 25.0
+    frames: int = 10
+    seed: int = 0
+    dt: float | None = None
+    substeps: int | None = None
+    stiffness: float | None = None
+    rebuild_interval: int = 10
+    domain_lo: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    domain_hi: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    open_sides: tuple[str, ...] = ()
+    wall_restitution: float = 0.5
+    wall_friction: float = 0.5
+    gravity: tuple[float, float, float] = (0.0, -9.81, 0.0)
+    gravity_axis: tuple[float, float, float] | None = None
+    gravity_rate: float = 0.0
+    materials: tuple[dict, ...] = ()
+    fields: tuple[dict, ...] = ()
+    emitters: tuple[EmitterSpec, ...] = field(default_factory=tuple)
+
+    @property
+    def folder(self) -> Path:
+        return Path(self.source).parent
+
+
+# --- validation helpers -------------------------------------------------------------------------
+
+
+class _Checker:
+    def __init__(self, source: str):
+        self.source = source
+
+    def fail(self, where: str, message: str):
+        raise MochiError(f"{self.source}: {where} {message}.")
+
+    def table(self, data: Any, where: str, allowed: set[str]) -> dict:
+        if not isinstance(data, dict):
+            self.fail(where, "must be a table")
+        unknown = sorted(set(data) - allowed)
+        if unknown:
+            self.fail(where, f"has unknown key '{unknown[0]}' (allowed: {', '.join(sorted(allowed))})")
+        return data
+
+    def number(self, data: dict, where: str, key: str, default, *, low=None, high=None, low_open=False,
+               allow_auto=False, integer=False):
+        if key not in data:
+            return default
+        value = data[key]
+        kind = "an integer" if integer else "a number"
+        if allow_auto and value == AUTO:
+            return None
+        ok = isinstance(value, int) if integer else isinstance(value, (int, float))
+        if isinstance(value, bool) or not ok or (not integer and not math.isfinite(value)):
+            self.fail(f"{where} {key}", f"must be {kind}{' or ' + repr(AUTO) if allow_auto else ''}, not {value!r}")
+        if low is not None and (value < low or (low_open and value == low)):
+            self.fail(f"{where} {key}", f"must be {'>' if low_open else '≥'} {low}, not {value!r}")
+        if high is not None and value > high:
+            self.fail(f"{where} {key}", f"must be ≤ {high}, not {value!r}")
+        return int(value) if integer else float(value)
+
+    def vector(self, data: dict, where: str, key: str, default, length=3):
+        if key not in data:
+            return default
+        value = data[key]
+        if (not isinstance(value, list) or len(value) != length
+                or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in value)):
+            self.fail(f"{where} {key}", f"must be a list of {length} numbers, not {value!r}")
+        return tuple(float(x) for x in value)
+
+    def string(self, data: dict, where: str, key: str, default, choices=None):
+        if key not in data:
+            return default
+        value = data[key]
+        if not isinstance(value, str):
+            self.fail(f"{where} {key}", f"must be a string, not {value!r}")
+        if choices is not None and value not in choices:
+            self.fail(f"{where} {key}", f"must be one of {', '.join(choices)}, not {value!r}")
+        return value
+
+
+TOP_KEYS = {"scene", "time", "domain", "gravity", "materials", "fields", "emitters"}
+MATERIAL_KEYS = {"name", "density", "restitution", "friction"}
+FIELD_KEYS = {"type", "vector", "axis", "rate", "center", "strength", "core_radius", "path", "lo", "hi"}
+EMITTER_KEYS = {"type", "count", "lo", "hi", "radius", "material", "velocity", "angular_velocity",
+                "object_id", "path", "small_ratio", "shell", "fit", "center", "rotation", "copies"}
+
+
+def parse_preset(data: dict, source: str) -> Preset:
+    """Validate a parsed TOML document; ``source`` names it in errors."""
+    c = _Checker(source)
+    c.table(data, "the file", TOP_KEYS)
+    scene = c.table(data.get("scene", {}), "[scene]", {"name", "description", "fps", "frames", "seed"})
+    time = c.table(data.get("time", {}), "[time]", {"dt", "substeps", "stiffness", "rebuild_interval"})
+    domain = c.table(data.get("domain", {}), "[domain]", {"lo", "hi", "open", "wall_restitution", "wall_friction"})
+    gravity = c.table(data.get("gravity", {}), "[gravity]", {"vector", "rotation_axis", "rotation_rate"})
+
+    lo = c.vector(domain, "[domain]", "lo", (0.0, 0.0, 0.0))
+    hi = c.vector(domain, "[domain]", "hi", (1.0, 1.0, 1.0))
+    if any(h <= l for l, h in zip(lo, hi)):
+        c.fail("[domain]", f"hi {list(hi)} must be greater than lo {list(lo)} on every axis")
+    open_sides = domain.get("open", [])
+    if not isinstance(open_sides, list) or any(s not in SIDES for s in open_sides):
+        c.fail("[domain] open", f"must be a list of sides among {', '.join(SIDES)}, not {open_sides!r}")
+    if "dt" in time and "substeps" in time:
+        c.fail("[time]", "sets both dt and substeps; give one of them")
+
+    materials = []
+    for index, raw in enumerate(data.get("materials", [{}])):
+        where = f"[[materials]] #{index + 1}"
+        m = c.table(raw, where, MATERIAL_KEYS)
+        materials.append({
+            "name": c.string(m, where, "name", f"material{index}"),
+            "density": c.number(m, where, "density", 2500.0, low=0, low_open=True),
+            "restitution": c.number(m, where, "restitution", 0.5, low=0, high=1, low_open=True),
+            "friction": c.number(m, where, "friction", 0.5, low=0),
+        })
+    names = [m["name"] for m in materials]
+    if len(set(names)) != len(names):
+        c.fail("[[materials]]", "has two materials with the same name")
+
+    fields = []
+    for index, raw in enumerate(data.get("fields", [])):
+        where = f"[[fields]] #{index + 1}"
+        f = c.table(raw, where, FIELD_KEYS)
+        kind = c.string(f, where, "type", None, choices=("uniform", "rotating", "vortex", "sampled"))
+        if kind is None:
+            c.fail(where, "needs a type")
+        entry = {"kind": kind,
+                 "vector": c.vector(f, where, "vector", (0.0, 0.0, 0.0)),
+                 "axis": c.vector(f, where, "axis", (0.0, 1.0, 0.0)),
+                 "rate": c.number(f, where, "rate", 0.0),
+                 "center": c.vector(f, where, "center", (0.0, 0.0, 0.0)),
+                 "strength": c.number(f, where, "strength", 1.0),
+                 "core_radius": c.number(f, where, "core_radius", 0.1, low=0, low_open=True),
+                 "lo": c.vector(f, where, "lo", (0.0, 0.0, 0.0)),
+                 "hi": c.vector(f, where, "hi", (1.0, 1.0, 1.0)),
+                 "path": ""}
+        if kind == "sampled":
+            path = c.string(f, where, "path", None)
+            if path is None:
+                c.fail(where, "of type sampled needs a path to a .npy file")
+            entry["path"] = str((Path(source).parent / path).resolve())
+        if kind in ("rotating", "vortex") and not any(entry["axis"]):
+            c.fail(f"{where} axis", "must not be zero")
+        fields.append(entry)
+
+    emitters = []
+    for index, raw in enumerate(data.get("emitters", [])):
+        emitters.append(_parse_emitter(c, raw, f"[[emitters]] #{index + 1}", names, Path(source).parent))
+    if not emitters:
+        c.fail("the file", "has no [[emitters]], so the scene would have no particles")
+
+    axis = c.vector(gravity, "[gravity]", "rotation_axis", None)
+    if axis is not None and not any(axis):
+        c.fail("[gravity] rotation_axis", "must not be zero")
+    return Preset(
+        source=source,
+        name=c.string(scene, "[scene]", "name", Path(source).stem),
+        description=c.string(scene, "[scene]", "description", ""),
+        fps=c.number(scene, "[scene]", "fps", 25.0, low=0, low_open=True),
+        frames=c.number(scene, "[scene]", "frames", 10, low=1, integer=True),
+        seed=c.number(scene, "[scene]", "seed", 0, low=0, integer=True),
+        dt=c.number(time, "[time]", "dt", None, low=0, low_open=True, allow_auto=True),
+        substeps=c.number(time, "[time]", "substeps", None, low=1, integer=True),
+        stiffness=c.number(time, "[time]", "stiffness", None, low=0, low_open=True, allow_auto=True),
+        rebuild_interval=c.number(time, "[time]", "rebuild_interval", 10, low=1, integer=True),
+        domain_lo=lo, domain_hi=hi, open_sides=tuple(open_sides),
+        wall_restitution=c.number(domain, "[domain]", "wall_restitution", 0.5, low=0, high=1, low_open=True),
+        wall_friction=c.number(domain, "[domain]", "wall_friction", 0.5, low=0),
+        gravity=c.vector(gravity, "[gravity]", "vector", (0.0, -9.81, 0.0)),
+        gravity_axis=axis,
+        gravity_rate=c.number(gravity, "[gravity]", "rotation_rate", 0.0),
+        materials=tuple(materials), fields=tuple(fields), emitters=tuple(emitters))
+
+
+def _parse_emitter(c: _Checker, raw: Any, where: str, material_names: list[str], folder: Path) -> EmitterSpec:
+    e = c.table(raw, where, EMITTER_KEYS)
+    kind = c.string(e, where, "type", None, choices=("box", "mesh", "file"))
+    if kind is None:
+        c.fail(where, "needs a type (box, mesh or file)")
+    material = c.string(e, where, "material", material_names[0], choices=material_names)
+    radius = None
+    if "radius" in e:
+        value = e["radius"]
+        if isinstance(value, list):
+            radius = c.vector(e, where, "radius", None, length=2)
+        else:
+            r = c.number(e, where, "radius", None, low=0, low_open=True)
+            radius = (r, r)
+        if radius[0] <= 0 or radius[1] < radius[0]:
+            c.fail(f"{where} radius", f"must be a positive number or [min, max] with 0 < min ≤ max, not {value!r}")
+    count = c.number(e, where, "count", None, low=1, integer=True)
+    path = c.string(e, where, "path", "")
+    if kind == "box":
+        if count is None or radius is None:
+            c.fail(where, "of type box needs count and radius")
+    elif kind == "mesh":
+        if not path:
+            c.fail(where, "of type mesh needs a path")
+        if (count is None) == (radius is None):
+            c.fail(where, "of type mesh needs exactly one of radius and count")
+    elif not path:
+        c.fail(where, "of type file needs a path to a PLY")
+    copies = e.get("copies", [[0.0, 0.0, 0.0]])
+    if not isinstance(copies, list) or not copies:
+        c.fail(f"{where} copies", "must be a non-empty list of [x, y, z] offsets")
+    copy_offsets = tuple(c.vector({"copies": v}, where, "copies", None) for v in copies)
+    lo = c.vector(e, where, "lo", (0.0, 0.0, 0.0))
+    hi = c.vector(e, where, "hi", (1.0, 1.0, 1.0))
+    if kind == "box" and any(h <= l for l, h in zip(lo, hi)):
+        c.fail(where, f"hi {list(hi)} must be greater than lo {list(lo)} on every axis")
+    return EmitterSpec(
+        kind=kind, count=count, lo=lo, hi=hi, radius=radius, material=material,
+        velocity=c.vector(e, where, "velocity", (0.0, 0.0, 0.0)),
+        angular_velocity=c.vector(e, where, "angular_velocity", (0.0, 0.0, 0.0)),
+        object_id=c.number(e, where, "object_id", 0, low=0, integer=True),
+        path=str((folder / path).resolve()) if path else "",
+        small_ratio=c.number(e, where, "small_ratio", 0.5, low=0, high=1, low_open=True),
+        shell=c.number(e, where, "shell", 0, low=0, integer=True),
+        fit=c.number(e, where, "fit", None, low=0, low_open=True),
+        center=c.vector(e, where, "center", None),
+        rotation=c.vector(e, where, "rotation", (0.0, 0.0, 0.0)),
+        copies=copy_offsets)
+
+
+def load_preset(path: str | Path) -> Preset:
+    """Read and validate a preset file.
+
+    Raises:
+        MochiError: missing file, malformed TOML, or any schema violation (one sentence).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise MochiError(f"The preset '{path}' does not exist.")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise MochiError(f"{path}: not valid TOML ({exc}).") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise MochiError(f"Cannot read the preset '{path}' ({exc}).") from None
+    return parse_preset(data, str(path))

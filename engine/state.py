@@ -1,0 +1,64 @@
+"""Time-varying state of a simulation.
+
+A ``State`` is exactly what a cache frame stores (positions, velocities, activity) plus the global step
+index, so restoring a frame restores the simulation bit for bit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import MochiError
+
+
+@dataclass(eq=False)
+class State:
+    """Positions, velocities and activity of every particle.
+
+    Attributes:
+        positions: Sphere centres [m], shape (particle_count, 3), float32.
+        velocities: Velocities [m/s], shape (particle_count, 3), float32.
+        active: 1 while a particle is simulated, 0 once it has left an open domain, shape
+            (particle_count,), uint8. Inactive particles keep their last position and velocity.
+        step: Number of steps taken since the start of the bake.
+    """
+
+    positions: np.ndarray
+    velocities: np.ndarray
+    active: np.ndarray
+    step: int = 0
+
+    @property
+    def particle_count(self) -> int:
+        return int(self.positions.shape[0])
+
+    def copy(self) -> "State":
+        return State(self.positions.copy(), self.velocities.copy(), self.active.copy(), self.step)
+
+
+def make_state(positions: np.ndarray, velocities: np.ndarray | None = None,
+               active: np.ndarray | None = None, step: int = 0) -> State:
+    """Validate and assemble a ``State``.
+
+    Raises:
+        MochiError: wrong shapes, or NaN/infinite positions or velocities.
+    """
+    positions = np.ascontiguousarray(positions, dtype=np.float32)
+    if positions.ndim != 2 or positions.shape[1] != 3:
+        raise MochiError(f"Positions must have shape (particle_count, 3), not {positions.shape}.")
+    n = positions.shape[0]
+    if n == 0:
+        raise MochiError("The scene has no particles.")
+    if velocities is None:
+        velocities = np.zeros((n, 3), np.float32)
+    velocities = np.ascontiguousarray(velocities, dtype=np.float32)
+    if velocities.shape != positions.shape:
+        raise MochiError(f"Velocities have shape {velocities.shape} but positions have {positions.shape}.")
+    for name, array in (("position", positions), ("velocity", velocities)):
+        bad = ~np.isfinite(array).all(axis=1)
+        if bad.any():
+            raise MochiError(f"Particle {int(np.flatnonzero(bad)[0])} has a NaN or infinite {name}.")
+    active = np.ones(n, np.uint8) if active is None else np.ascontiguousarray(active, dtype=np.uint8)
+    return State(positions, velocities, active, int(step))

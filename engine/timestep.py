@@ -1,0 +1,113 @@
+"""Choosing and checking the time step and the contact stiffness.
+
+The linear contact law is a spring k between two masses; its natural frequency for the lightest pair
+(two of the lightest particles, m_eff = m_min/2) is ω = sqrt(2k/m_min) and a collision lasts
+t_c = π/ω. Semi-implicit Euler with the critically damped tangential dashpot is stable only for
+dt < 2(sqrt(1+ζ²) − ζ)/ω with ζ = 1, i.e. dt < 0.83/ω; we refuse anything larger.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import MochiError
+
+#: Steps per collision that ``auto`` aims for.
+STEPS_PER_CONTACT = 10
+#: Target maximum overlap as a fraction of the radius at the expected impact speed.
+TARGET_OVERLAP = 0.01
+#: Largest damping ratio in the contact law (the tangential dashpot is critically damped).
+MAX_DAMPING_RATIO = 1.0
+
+
+@dataclass(frozen=True)
+class TimeStepChoice:
+    """Resolved stepping.
+
+    Attributes:
+        dt: Time step [s].
+        stiffness: Normal stiffness [N/m].
+        steps_per_frame: Steps between cached frames.
+        critical_dt: Largest stable step for this stiffness and the lightest particle [s].
+        contact_duration: Duration of a collision between the two lightest particles [s].
+        notes: Human-readable remarks (e.g. 'dt resolves a collision in only 4 steps').
+    """
+
+    dt: float
+    stiffness: float
+    steps_per_frame: int
+    critical_dt: float
+    contact_duration: float
+    notes: tuple[str, ...] = ()
+
+
+def pair_frequency(stiffness: float, mass_min: float) -> float:
+    """ω [rad/s] of a collision between two particles of the smallest mass [kg]."""
+    return math.sqrt(2.0 * stiffness / mass_min)
+
+
+def critical_time_step(stiffness: float, mass_min: float) -> float:
+    """Largest stable dt [s] for stiffness [N/m] and the lightest particle's mass [kg]."""
+    zeta = MAX_DAMPING_RATIO
+    return 2.0 * (math.sqrt(1.0 + zeta * zeta) - zeta) / pair_frequency(stiffness, mass_min)
+
+
+def expected_impact_speed(initial_speed_max: float, acceleration_max: float, drop_height: float) -> float:
+    """Speed [m/s] a particle can reach: its initial speed plus a free fall over ``drop_height``."""
+    return initial_speed_max + math.sqrt(2.0 * max(acceleration_max, 0.0) * max(drop_height, 0.0))
+
+
+def choose_time_step(*, dt: float | None, stiffness: float | None, substeps: int | None, fps: float,
+                     mass: np.ndarray, radius: np.ndarray, impact_speed: float) -> TimeStepChoice:
+    """Resolve 'auto' dt/stiffness and check stability.
+
+    Args:
+        dt: Given step [s] or None for auto.
+        stiffness: Given stiffness [N/m] or None for auto.
+        substeps: Steps per frame, used when dt is None and given.
+        fps: Frames per second of the cache.
+        mass: Particle masses [kg], shape (particle_count,).
+        radius: Particle radii [m], shape (particle_count,).
+        impact_speed: Fastest expected approach speed [m/s] (``expected_impact_speed``).
+
+    Raises:
+        MochiError: a dt that would blow up, naming dt, stiffness, the lightest mass and the limit.
+    """
+    mass_min = float(mass.min())
+    frame_time = 1.0 / fps
+    if dt is None and substeps is not None:
+        dt = frame_time / substeps
+    if stiffness is None:
+        if dt is not None:
+            # Stiffest spring that still resolves the lightest collision in STEPS_PER_CONTACT steps.
+            omega = math.pi / (STEPS_PER_CONTACT * dt)
+            stiffness = 0.5 * mass_min * omega * omega
+        else:
+            # Spring that stops the heaviest-per-area particle at TARGET_OVERLAP of its radius.
+            v = max(impact_speed, 0.1)
+            ratio = (mass.astype(np.float64) / (TARGET_OVERLAP * radius.astype(np.float64)) ** 2).max()
+            stiffness = float(ratio * v * v)
+    t_contact = math.pi / pair_frequency(stiffness, mass_min)
+    if dt is None:
+        dt = t_contact / STEPS_PER_CONTACT
+        steps = max(1, math.ceil(frame_time / dt))
+        dt = frame_time / steps
+    steps_per_frame = max(1, round(frame_time / dt))
+    limit = critical_time_step(stiffness, mass_min)
+    if dt > limit:
+        raise MochiError(
+            f"The time step dt = {dt:.3g} s would blow up: with stiffness {stiffness:.3g} N/m and the "
+            f"lightest particle of {mass_min:.3g} kg it must be below {limit:.3g} s (use a smaller dt, "
+            "more substeps, a softer stiffness, or 'auto').")
+    notes = []
+    if t_contact / dt < 5:
+        notes.append(f"dt resolves the lightest collision in only {t_contact / dt:.1f} steps.")
+    overlap = impact_speed * math.sqrt(mass_min / (2 * stiffness)) / float(radius.min())
+    if overlap > 0.1:
+        notes.append(f"Expected overlap of the lightest particles at {impact_speed:.3g} m/s is "
+                     f"{overlap:.0%} of their radius; a stiffer contact needs a smaller dt.")
+    return TimeStepChoice(dt=float(dt), stiffness=float(stiffness), steps_per_frame=int(steps_per_frame),
+                          critical_dt=limit, contact_duration=t_contact, notes=tuple(notes))
