@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
+from .atomic import write_atomic
 from .errors import MochiError
 from .model import Model, Physics, build_model
 from .ply import read_points, write_points
@@ -28,6 +29,8 @@ FORMAT_NAME = "mochi-cache"
 FORMAT_VERSION = 1
 MANIFEST_NAME = "manifest.json"
 FRAME_PATTERN = "frame_{frame:04d}.ply"
+#: Tangential-spring history of the newest frames, needed for a bit-exact resume (not for playback).
+HISTORY_FOLDER = ".resume"
 FRAME_PROPERTIES = ("x", "y", "z", "radius", "vx", "vy", "vz", "id", "object_id", "material", "active")
 
 
@@ -46,16 +49,7 @@ def frame_columns(model: Model, state: State) -> dict[str, np.ndarray]:
 
 
 def write_json_atomic(path: Path, data: dict) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=2)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise MochiError(f"Cannot write '{path}': {exc.strerror or exc}.") from None
+    write_atomic(path, lambda handle: handle.write(json.dumps(data, indent=2).encode("utf-8")))
 
 
 def read_manifest(folder: str | os.PathLike) -> dict | None:
@@ -76,6 +70,22 @@ def read_manifest(folder: str | os.PathLike) -> dict | None:
     return data
 
 
+def ensure_cache_folder(folder: str | os.PathLike) -> Path:
+    """Create ``folder`` if needed and check that it is writable.
+
+    Raises:
+        MochiError: it cannot be created or written.
+    """
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise MochiError(f"Cannot create the cache folder '{folder}': {exc.strerror or exc}.") from None
+    if not os.access(folder, os.W_OK):
+        raise MochiError(f"The cache folder '{folder}' is not writable.")
+    return folder
+
+
 @dataclass
 class CacheWriter:
     """Writes frames and keeps the manifest current.
@@ -92,12 +102,7 @@ class CacheWriter:
 
     def __post_init__(self):
         self.folder = Path(self.folder)
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise MochiError(f"Cannot create the cache folder '{self.folder}': {exc.strerror or exc}.") from None
-        if not os.access(self.folder, os.W_OK):
-            raise MochiError(f"The cache folder '{self.folder}' is not writable.")
+        ensure_cache_folder(self.folder)
 
     def manifest(self, frames_completed: int) -> dict:
         physics = self.model.physics
@@ -118,12 +123,32 @@ class CacheWriter:
             **self.info,
         }
 
-    def write_frame(self, frame: int, state: State) -> Path:
-        """Write frame ``frame`` (1-based), then record it in the manifest."""
+    def write_frame(self, frame: int, state: State, history: dict[str, np.ndarray] | None = None) -> Path:
+        """Write frame ``frame`` (1-based) and its contact history, then record it in the manifest."""
         path = frame_path(self.folder, frame)
         write_points(path, frame_columns(self.model, state))
+        if history is not None:
+            folder = self.folder / HISTORY_FOLDER
+            folder.mkdir(exist_ok=True)
+            write_atomic(history_path(self.folder, frame), lambda handle: np.savez(handle, **history))
         write_json_atomic(self.folder / MANIFEST_NAME, self.manifest(frame))
+        # Keep the history of the last two frames only: one is always complete.
+        history_path(self.folder, frame - 2).unlink(missing_ok=True)
         return path
+
+
+def history_path(folder: str | os.PathLike, frame: int) -> Path:
+    """Contact-history file of a frame (tangential springs), beside the frames in a hidden folder."""
+    return Path(folder) / HISTORY_FOLDER / f"frame_{frame:04d}.npz"
+
+
+def read_history(folder: str | os.PathLike, frame: int) -> dict[str, np.ndarray] | None:
+    """The contact history saved with ``frame``, or None if there is none."""
+    path = history_path(folder, frame)
+    if not path.is_file():
+        return None
+    with np.load(path) as data:
+        return {name: data[name] for name in data.files}
 
 
 def read_frame(folder: str | os.PathLike, frame: int) -> dict[str, np.ndarray]:

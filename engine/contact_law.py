@@ -9,15 +9,23 @@ For particles i and j with centres x, velocities v, radii r and masses m (walls:
     v_t    = (v_i − v_j) − v_n n
     f_n    = k δ − γ_n v_n,   γ_n = 2 β sqrt(m_eff k),  β = −ln e / sqrt(π² + ln² e)
     F_n    = f_n n
-    F_t    = −min(γ_t |v_t|, μ max(f_n, 0)) v_t/|v_t|,  γ_t = 2 sqrt(m_eff k)
-    force on i = F_n + F_t, force on j = −(F_n + F_t)
 
-The normal part is the linear spring-dashpot of Cundall & Strack (1979); β is chosen so that an
-isolated collision has coefficient of restitution e exactly (e.g. Schwager & Pöschel, Phys. Rev. E 78,
-051304, 2008, for the undamped-spring/dashpot solution). The tangential part is a regularised Coulomb
-law: a critically damped tangential dashpot capped by μ f_n. It needs no contact history, so every
-backend (including the OptiX intersection program, which sees a pair only once per step) evaluates it
-statelessly. Particles do not rotate (as in the paper).
+Tangential force, friction_model 'spring' (default; Cundall & Strack 1979, as in LIGGGHTS'
+tangential_history): an elastic displacement ξ per contact, born at 0 when the pair starts touching,
+
+    ξ      ← ξ − (ξ·n) n + v_t dt                (kept in the current tangent plane)
+    F_t    = −k_t ξ − γ_t v_t,   k_t = 2/7 k,  γ_t = 2 β sqrt(m_eff k_t)
+    if |F_t| > μ max(f_n, 0):  F_t ← μ max(f_n, 0) F_t/|F_t|,  ξ ← −(F_t + γ_t v_t)/k_t  (sliding)
+
+friction_model 'damper' (history-free, the form a stateless ray-traced pass can evaluate):
+
+    F_t    = −min(γ_d |v_t|, μ max(f_n, 0)) v_t/|v_t|,  γ_d = 2 sqrt(m_eff k)
+
+force on i = F_n + F_t, force on j = −(F_n + F_t). The normal part is the linear spring-dashpot of
+Cundall & Strack (1979) with β chosen so an isolated collision restitutes with exactly e (Schwager &
+Pöschel, Phys. Rev. E 78, 051304, 2008). The spring gives static friction (a block on a slope below
+the friction angle does not move, piles stay); the damper creeps at about g·sinθ/(2ω) on slopes.
+Particles do not rotate (as in the paper).
 
 Pair properties come from the two materials: e and μ are averaged. ``pair_tables`` precomputes β and
 μ for every material pair so kernels only do a table look-up.
@@ -30,6 +38,9 @@ import math
 import numpy as np
 
 from .model import Material
+
+#: k_t / k of the tangential spring (2/7, Hertz–Mindlin's ratio for a Poisson ratio near 0.25).
+TANGENTIAL_STIFFNESS_RATIO = 2.0 / 7.0
 
 
 def damping_ratio(restitution: float) -> float:
@@ -63,10 +74,17 @@ def wall_tables(materials: tuple[Material, ...], wall_restitution: float,
     return beta, mu
 
 
-def contact_force(xi, xj, vi, vj, ri, rj, mi, mj, stiffness, beta, mu):
-    """Reference (float64, numpy) force on i from j; None when they do not touch.
+def contact_force(xi, xj, vi, vj, ri, rj, mi, mj, stiffness, beta, mu, *, spring=None, dt=0.0):
+    """Reference (float64, numpy) force on i from j, or None when they do not touch.
 
     A readable twin of the kernels for tests and documentation; ``mj = inf`` is a wall.
+
+    Args:
+        spring: Tangential displacement ξ [m] (3,) for friction_model 'spring', None for 'damper'.
+        dt: Time step [s] (spring model only).
+
+    Returns:
+        force (3,) [N] for the damper, (force, new ξ) for the spring; None without contact.
     """
     xi, xj, vi, vj = (np.asarray(a, np.float64) for a in (xi, xj, vi, vj))
     delta_x = xi - xj
@@ -81,8 +99,20 @@ def contact_force(xi, xj, vi, vj, ri, rj, mi, mj, stiffness, beta, mu):
     v_n = float(v_rel @ normal)
     f_n = stiffness * overlap - 2.0 * beta * root * v_n
     v_t = v_rel - v_n * normal
-    speed_t = float(np.linalg.norm(v_t))
+    cap = mu * max(f_n, 0.0)
+    if spring is not None:
+        k_t = TANGENTIAL_STIFFNESS_RATIO * stiffness
+        g_t = 2.0 * beta * math.sqrt(m_eff * k_t)
+        xi_t = np.asarray(spring, np.float64)
+        xi_t = xi_t - (xi_t @ normal) * normal + v_t * dt
+        f_t = -k_t * xi_t - g_t * v_t
+        magnitude = float(np.linalg.norm(f_t))
+        if magnitude > cap:
+            f_t = f_t * (cap / magnitude)
+            xi_t = -(f_t + g_t * v_t) / k_t
+        return f_n * normal + f_t, xi_t
     force = f_n * normal
+    speed_t = float(np.linalg.norm(v_t))
     if speed_t > 0:
-        force -= min(2.0 * root * speed_t, mu * max(f_n, 0.0)) * v_t / speed_t
+        force -= min(2.0 * root * speed_t, cap) * v_t / speed_t
     return force

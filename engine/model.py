@@ -108,6 +108,8 @@ class Physics:
             in between it is refit (GPU BVH) or reused with a skin (CPU Verlet list).
         speed_limit: A particle faster than this is runaway energy and stops the run [m/s].
         seed: Seed of every random choice made while setting up the scene.
+        friction_model: 'spring' (tangential spring with history, capped by Coulomb: static
+            friction, piles that stay) or 'damper' (history-free capped dashpot; creeps on slopes).
     """
 
     materials: tuple[Material, ...] = (Material(),)
@@ -121,6 +123,7 @@ class Physics:
     rebuild_interval: int = 10
     speed_limit: float = 1.0e3
     seed: int = 0
+    friction_model: str = "spring"
 
     def to_json(self) -> dict:
         """A JSON-safe dict that ``from_json`` turns back into the same ``Physics``."""

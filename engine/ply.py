@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 from plyfile import PlyData, PlyElement
 
+from .atomic import write_atomic
 from .errors import MochiError
 
 
@@ -35,16 +36,7 @@ def write_points(path: str | os.PathLike, columns: dict[str, np.ndarray]) -> Non
     table = np.empty(count, dtype=[(name, np.asarray(col).dtype.str) for name, col in columns.items()])
     for name, col in columns.items():
         table[name] = col
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "wb") as handle:
-            PlyData([PlyElement.describe(table, "vertex")], byte_order="<").write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise MochiError(f"Cannot write '{path}': {exc.strerror or exc}.") from None
+    write_atomic(path, lambda handle: PlyData([PlyElement.describe(table, "vertex")], byte_order="<").write(handle))
 
 
 def read_points(path: str | os.PathLike, required: tuple[str, ...] = ("x", "y", "z", "radius")) -> dict[str, np.ndarray]:

@@ -100,8 +100,12 @@ class BackendCpu(Backend):
         self.neighbors = NeighborListCpu(n)
         self.force = np.zeros((n, 3), np.float64)
         self.pair_force = np.zeros((0, 3), np.float64)
+        self.spring = physics.friction_model == "spring"
+        self.hist = np.zeros((0, 3), np.float64)        # tangential spring per list entry [m]
+        self.wall_hist = np.zeros((n, 6, 3), np.float64)  # tangential spring per particle and wall [m]
         self.pos_ref = np.zeros((n, 3), np.float32)
         self.state: State | None = None
+        self._restored = None
         self.needs_build = True
         self.steps_since_build = 0
         self.r_min = float(model.radius.min())
@@ -115,6 +119,26 @@ class BackendCpu(Backend):
     def set_state(self, state: State) -> None:
         self.state = state.copy()
         self.needs_build = True
+        self.neighbors = NeighborListCpu(self.model.particle_count)
+        self.hist = np.zeros((0, 3), np.float64)
+        self.wall_hist[:] = 0.0
+
+    def get_contact_history(self) -> dict[str, np.ndarray]:
+        """Tangential springs of the current contacts, for exact resume: pair i, j (int32), pair
+        spring (P, 3) and wall springs (n, 6, 3) [m]."""
+        i, j = self.neighbors.pairs()
+        keep = np.any(self.hist != 0.0, axis=1) if self.hist.shape[0] else np.zeros(0, bool)
+        return {"pair_i": i[keep], "pair_j": j[keep], "pair_spring": self.hist[keep],
+                "wall_spring": self.wall_hist.copy()}
+
+    def set_contact_history(self, history: dict[str, np.ndarray]) -> None:
+        """Restore what ``get_contact_history`` returned (call after ``set_state``)."""
+        n = self.model.particle_count
+        start = np.zeros(n + 1, np.int64)
+        np.cumsum(np.bincount(history["pair_i"], minlength=n), out=start[1:])
+        order = np.argsort(history["pair_i"], kind="stable")
+        self._restored = (start, history["pair_j"][order].astype(np.int32), history["pair_spring"][order])
+        self.wall_hist[:] = history["wall_spring"]
 
     def get_state(self) -> State:
         return self.state.copy()
@@ -144,9 +168,17 @@ class BackendCpu(Backend):
 
     def _build(self, accel: np.ndarray) -> None:
         s = self.state
+        old_start, old_j = self.neighbors.nbr_start.copy(), self.neighbors.nbr_j
+        old_hist = self.hist
+        if getattr(self, "_restored", None) is not None:
+            (old_start, old_j, old_hist), self._restored = self._restored, None
         self.neighbors.build(s.positions, self.model.radius, s.active, self._choose_skin(accel))
-        if self.pair_force.shape[0] < self.neighbors.pair_count:
-            self.pair_force = np.zeros((int(self.neighbors.pair_count * 1.25) + 16, 3), np.float64)
+        count = self.neighbors.pair_count
+        if self.pair_force.shape[0] < count:
+            self.pair_force = np.zeros((int(count * 1.25) + 16, 3), np.float64)
+        self.hist = np.zeros((count, 3), np.float64)
+        if self.spring and old_j.shape[0]:
+            k.remap_history(old_start, old_j, old_hist, self.neighbors.nbr_start, self.neighbors.nbr_j, self.hist)
         self.pos_ref[:] = s.positions
         self.needs_build = False
         self.steps_since_build = 0
@@ -166,13 +198,14 @@ class BackendCpu(Backend):
             t1 = time.perf_counter()
             nb = self.neighbors
             k.pair_forces(s.positions, s.velocities, m.radius, m.mass, m.material_index, s.active,
-                          nb.nbr_start, nb.nbr_j, self.beta, self.mu, stiffness, self.pair_force, self.force)
+                          nb.nbr_start, nb.nbr_j, self.beta, self.mu, stiffness, self.spring, physics.dt,
+                          self.hist, self.pair_force, self.force)
             k.gather_reactions(self.force, self.pair_force, nb.rev_start, nb.rev_pair)
             t2 = time.perf_counter()
             disp2, speed2, bad = k.integrate(
                 s.positions, s.velocities, self.force, m.radius, m.mass, m.material_index, s.active, accel,
                 physics.dt, self.lo, self.hi, self.wall_mask, self.wall_beta, self.wall_mu, stiffness,
-                self.field_table, self.field_grid, self.pos_ref)
+                self.spring, self.wall_hist, self.field_table, self.field_grid, self.pos_ref)
             s.step += 1
             self.steps_since_build += 1
             if bad:
@@ -194,9 +227,20 @@ class BackendCpu(Backend):
         return timings
 
     def contact_pairs(self) -> np.ndarray:
-        s = self.state
+        """Colliding pairs from a fresh list without skin (the reference answer)."""
         nb = NeighborListCpu(self.model.particle_count)
-        nb.build(s.positions, self.model.radius, s.active, 0.0)
+        nb.build(self.state.positions, self.model.radius, self.state.active, 0.0)
+        return self._pairs_in(nb)
+
+    def live_contact_pairs(self) -> np.ndarray:
+        """Colliding pairs as the stepping loop sees them: through the current (possibly stale) Verlet
+        list. Equal to ``contact_pairs`` whenever the skin policy is right."""
+        if self.needs_build:
+            self._build(self._acceleration(self.state.step))
+        return self._pairs_in(self.neighbors)
+
+    def _pairs_in(self, nb: NeighborListCpu) -> np.ndarray:
+        s = self.state
         flags = np.zeros(nb.pair_count, np.uint8)
         k.contact_flags(s.positions, self.model.radius, s.active, nb.nbr_start, nb.nbr_j, flags)
         i, j = nb.pairs()

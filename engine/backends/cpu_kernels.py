@@ -19,6 +19,7 @@ import numpy as np
 from numba import njit, prange
 
 KERNEL_OPTIONS = dict(nogil=True, cache=True, fastmath=False, error_model="numpy")
+from ..contact_law import TANGENTIAL_STIFFNESS_RATIO  # noqa: E402  (a numba global constant)
 
 
 @njit(parallel=True, **KERNEL_OPTIONS)
@@ -152,8 +153,12 @@ def transpose_pairs(nbr_j, particle_count):
 
 
 @njit(**KERNEL_OPTIONS)
-def _contact(dx, dy, dz, dist, overlap, dvx, dvy, dvz, m_eff, stiffness, beta, mu):
-    """Contact law of engine.contact_law on one pair: force on i as (fx, fy, fz)."""
+def _contact(dx, dy, dz, dist, overlap, dvx, dvy, dvz, m_eff, stiffness, beta, mu, spring, hist, h, dt):
+    """Contact law of engine.contact_law on one pair: force on i as (fx, fy, fz).
+
+    With ``spring`` true the tangential force comes from the elastic displacement stored in
+    ``hist[h]`` (3 components, updated in place); otherwise from the capped dashpot.
+    """
     if dist > 0.0:
         nx, ny, nz = dx / dist, dy / dist, dz / dist
     else:
@@ -163,9 +168,35 @@ def _contact(dx, dy, dz, dist, overlap, dvx, dvy, dvz, m_eff, stiffness, beta, m
     f_n = stiffness * overlap - 2.0 * beta * root * v_n
     fx, fy, fz = f_n * nx, f_n * ny, f_n * nz
     tx, ty, tz = dvx - v_n * nx, dvy - v_n * ny, dvz - v_n * nz
+    cap = mu * max(f_n, 0.0)
+    if spring:
+        k_t = TANGENTIAL_STIFFNESS_RATIO * stiffness
+        g_t = 2.0 * beta * math.sqrt(m_eff * k_t)
+        sx, sy, sz = hist[h, 0], hist[h, 1], hist[h, 2]
+        along = sx * nx + sy * ny + sz * nz  # keep the spring in the current tangent plane
+        sx = sx - along * nx + tx * dt
+        sy = sy - along * ny + ty * dt
+        sz = sz - along * nz + tz * dt
+        ftx = -k_t * sx - g_t * tx
+        fty = -k_t * sy - g_t * ty
+        ftz = -k_t * sz - g_t * tz
+        magnitude = math.sqrt(ftx * ftx + fty * fty + ftz * ftz)
+        if magnitude > cap:
+            scale = cap / magnitude
+            ftx *= scale
+            fty *= scale
+            ftz *= scale
+            # Sliding: shorten the spring so that it alone (with the dashpot) gives the capped force.
+            sx = -(ftx + g_t * tx) / k_t
+            sy = -(fty + g_t * ty) / k_t
+            sz = -(ftz + g_t * tz) / k_t
+        hist[h, 0] = sx
+        hist[h, 1] = sy
+        hist[h, 2] = sz
+        return fx + ftx, fy + fty, fz + ftz
     speed_t = math.sqrt(tx * tx + ty * ty + tz * tz)
     if speed_t > 0.0:
-        f_t = min(2.0 * root * speed_t, mu * max(f_n, 0.0)) / speed_t
+        f_t = min(2.0 * root * speed_t, cap) / speed_t
         fx -= f_t * tx
         fy -= f_t * ty
         fz -= f_t * tz
@@ -174,11 +205,12 @@ def _contact(dx, dy, dz, dist, overlap, dvx, dvy, dvz, m_eff, stiffness, beta, m
 
 @njit(parallel=True, **KERNEL_OPTIONS)
 def pair_forces(pos, vel, radius, mass, material, active, nbr_start, nbr_j, beta_table, mu_table,
-                stiffness, pair_force, force):
+                stiffness, spring, dt, hist, pair_force, force):
     """Detect contacts in the candidate list and resolve each colliding pair once.
 
     Writes the force on i of every list entry to ``pair_force`` (P, 3) (zero when not touching) and
-    the sum of its own entries to ``force[i]`` (n, 3) [N].
+    the sum of its own entries to ``force[i]`` (n, 3) [N]. ``hist`` (P, 3) is the tangential spring
+    of each entry [m], reset when the pair separates.
     """
     for i in prange(pos.shape[0]):
         fx_sum = 0.0
@@ -197,6 +229,9 @@ def pair_forces(pos, vel, radius, mass, material, active, nbr_start, nbr_j, beta
             reach = np.float64(radius[i]) + radius[j]
             d2 = dx * dx + dy * dy + dz * dz
             if d2 > reach * reach:
+                hist[p, 0] = 0.0
+                hist[p, 1] = 0.0
+                hist[p, 2] = 0.0
                 continue
             dist = math.sqrt(d2)
             mi = np.float64(mass[i])
@@ -204,7 +239,8 @@ def pair_forces(pos, vel, radius, mass, material, active, nbr_start, nbr_j, beta
             fx, fy, fz = _contact(dx, dy, dz, dist, reach - dist,
                                   np.float64(vel[i, 0]) - vel[j, 0], np.float64(vel[i, 1]) - vel[j, 1],
                                   np.float64(vel[i, 2]) - vel[j, 2], mi * mj / (mi + mj), stiffness,
-                                  beta_table[material[i], material[j]], mu_table[material[i], material[j]])
+                                  beta_table[material[i], material[j]], mu_table[material[i], material[j]],
+                                  spring, hist, p, dt)
             pair_force[p, 0] = fx
             pair_force[p, 1] = fy
             pair_force[p, 2] = fz
@@ -277,7 +313,7 @@ def _field_acceleration(x, y, z, table, grid):
 
 @njit(parallel=True, **KERNEL_OPTIONS)
 def integrate(pos, vel, force, radius, mass, material, active, accel, dt, lo, hi, wall_mask,
-              wall_beta, wall_mu, stiffness, field_table, field_grid, pos_ref):
+              wall_beta, wall_mu, stiffness, spring, wall_hist, field_table, field_grid, pos_ref):
     """Wall contacts, fields, semi-implicit Euler, open-side exits, displacement since last build.
 
     Returns:
@@ -305,13 +341,16 @@ def integrate(pos, vel, force, radius, mass, material, active, accel, dt, lo, hi
                 sign = -1.0
             overlap = r - gap
             if overlap < 0.0:
+                wall_hist[i, side, 0] = 0.0
+                wall_hist[i, side, 1] = 0.0
+                wall_hist[i, side, 2] = 0.0
                 continue
             nx = sign if axis == 0 else 0.0
             ny = sign if axis == 1 else 0.0
             nz = sign if axis == 2 else 0.0
             wx, wy, wz = _contact(nx, ny, nz, 1.0, overlap, np.float64(vel[i, 0]), np.float64(vel[i, 1]),
                                   np.float64(vel[i, 2]), m, stiffness, wall_beta[material[i]],
-                                  wall_mu[material[i]])
+                                  wall_mu[material[i]], spring, wall_hist[i], side, dt)
             fx += wx
             fy += wy
             fz += wz
@@ -358,3 +397,20 @@ def contact_flags(pos, radius, active, nbr_start, nbr_j, flags):
             reach = np.float64(radius[i]) + radius[j]
             if dx * dx + dy * dy + dz * dz <= reach * reach:
                 flags[p] = 1
+
+
+@njit(parallel=True, **KERNEL_OPTIONS)
+def remap_history(old_start, old_j, old_hist, new_start, new_j, new_hist):
+    """Carry each pair's tangential spring from the old Verlet list to the rebuilt one (by (i, j))."""
+    for i in prange(new_start.shape[0] - 1):
+        for p in range(new_start[i], new_start[i + 1]):
+            j = new_j[p]
+            new_hist[p, 0] = 0.0
+            new_hist[p, 1] = 0.0
+            new_hist[p, 2] = 0.0
+            for q in range(old_start[i], old_start[i + 1]):
+                if old_j[q] == j:
+                    new_hist[p, 0] = old_hist[q, 0]
+                    new_hist[p, 1] = old_hist[q, 1]
+                    new_hist[p, 2] = old_hist[q, 2]
+                    break

@@ -1,0 +1,1 @@
+"""The ``mochi`` command line. One module per subcommand, each with ``register`` and ``run``."""

@@ -1,0 +1,21 @@
+"""``mochi render-preview``: render one cached frame with Cycles through Blender's Python module."""
+
+from __future__ import annotations
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("render-preview", help="render one cached frame to PNG with Cycles (needs bpy)",
+                              description="Render frame F of a Mochi cache with Cycles, headless, to a PNG.")
+    p.add_argument("cache", help="cache folder (with manifest.json)")
+    p.add_argument("--frame", type=int, required=True, help="frame number to render")
+    p.add_argument("--out", required=True, help="output PNG")
+    p.add_argument("--samples", type=int, default=16, help="Cycles samples (default 16)")
+    p.add_argument("--resolution", type=int, nargs=2, default=(640, 480), metavar=("W", "H"))
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from .blender_bridge import run_headless
+
+    return run_headless(["render-preview", args.cache, "--frame", str(args.frame), "--out", args.out,
+                         "--samples", str(args.samples), "--resolution", *map(str, args.resolution)])

@@ -1,0 +1,60 @@
+"""Small scenes shared by the engine tests (kept tiny: CI has 2 cores)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.spatial import cKDTree
+
+from engine.model import Domain, Gravity, Material
+from engine.scene import setup_from_arrays
+
+
+def brute_force_pairs(positions: np.ndarray, radius: np.ndarray) -> set[tuple[int, int]]:
+    """Oracle: every (i, j), i < j, with |x_i − x_j| ≤ r_i + r_j, in float64 through a k-d tree."""
+    x = positions.astype(np.float64)
+    r = radius.astype(np.float64)
+    tree = cKDTree(x)
+    candidates = tree.query_pairs(2.0 * r.max() + 1e-12, output_type="ndarray")
+    if len(candidates) == 0:
+        return set()
+    i, j = candidates[:, 0], candidates[:, 1]
+    d2 = ((x[i] - x[j]) ** 2).sum(axis=1)
+    hit = d2 <= (r[i] + r[j]) ** 2
+    return {(int(a), int(b)) if a < b else (int(b), int(a)) for a, b in zip(i[hit], j[hit])}
+
+
+def near_ties(positions: np.ndarray, radius: np.ndarray, rel: float = 1e-6) -> set[tuple[int, int]]:
+    """Pairs whose distance is within ``rel`` of r_i + r_j: float32 rounding may decide either way."""
+    x = positions.astype(np.float64)
+    r = radius.astype(np.float64)
+    tree = cKDTree(x)
+    candidates = tree.query_pairs(2.0 * r.max() * (1 + rel) + 1e-12, output_type="ndarray")
+    out = set()
+    for a, b in candidates:
+        d = np.linalg.norm(x[a] - x[b])
+        s = r[a] + r[b]
+        if abs(d - s) <= rel * s:
+            out.add((min(a, b), max(a, b)))
+    return out
+
+
+def scene(positions, radius, *, velocities=None, gravity=(0.0, 0.0, 0.0), lo=(-1.0, -1.0, -1.0),
+          hi=(1.0, 1.0, 1.0), open_sides=(), restitution=0.5, friction=0.0, density=2500.0,
+          stiffness=1.0e4, dt=None, substeps=None, fps=25.0, wall_restitution=None, wall_friction=None,
+          rebuild_interval=10):
+    """A SceneSetup with one material and explicit physics."""
+    material = Material(name="m", density=density, restitution=restitution, friction=friction)
+    domain = Domain(lo=tuple(lo), hi=tuple(hi), open_sides=tuple(open_sides),
+                    wall_restitution=restitution if wall_restitution is None else wall_restitution,
+                    wall_friction=friction if wall_friction is None else wall_friction)
+    return setup_from_arrays(positions=np.asarray(positions, np.float32), radius=np.asarray(radius, np.float32),
+                             velocities=None if velocities is None else np.asarray(velocities, np.float32),
+                             materials=(material,), domain=domain, gravity=Gravity(vector=tuple(gravity)),
+                             dt=dt, substeps=substeps, stiffness=stiffness, fps=fps,
+                             rebuild_interval=rebuild_interval)
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(12345)
