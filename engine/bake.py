@@ -157,10 +157,13 @@ def _bake(setup, folder: Path, frames: int, backend_name: str, resume: bool, ove
     runner = make_backend(backend_name, model, log=log)
     info["backend"] = runner.name
     info["engine_version"] = __version__
+    info["colliders"] = model.colliders is not None
     writer = CacheWriter(folder, model, info)
     if start == 0:
         if folder.is_dir():
             _clear_cache(folder)
+        if model.colliders is not None:
+            model.colliders.save(folder)  # geometry and motion, so a resume needs only the cache
         writer.write_frame(1, state, _empty_history(model) if model.physics.friction_model == "spring" else None)
         start = 1
     progress.frames_total = frames

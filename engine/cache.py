@@ -167,8 +167,13 @@ def load_resume(folder: str | os.PathLike) -> tuple[Model, State, dict]:
         raise MochiError(f"There is no bake to resume in '{folder}'.")
     physics = Physics.from_json(manifest["physics"])
     first = read_frame(folder, 1)
+    colliders = None
+    if manifest.get("colliders"):
+        from .colliders import load_colliders  # only scenes with colliders need it
+
+        colliders = load_colliders(folder)
     model = build_model(first["radius"], physics, material_index=first["material"].astype(np.int32),
-                        object_id=first["object_id"], particle_id=first["id"])
+                        object_id=first["object_id"], particle_id=first["id"], colliders=colliders)
     last_frame = int(manifest["frames_completed"])
     last = first if last_frame == 1 else read_frame(folder, last_frame)
     if len(last["x"]) != model.particle_count:

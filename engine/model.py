@@ -161,6 +161,7 @@ class Model:
             int32.
         particle_id: Stable identity written to the cache, shape (particle_count,), int32.
         physics: Scalar settings.
+        colliders: Triangle-mesh colliders (an ``engine.colliders.ColliderSet``) or None.
     """
 
     radius: np.ndarray
@@ -169,6 +170,7 @@ class Model:
     object_id: np.ndarray
     particle_id: np.ndarray
     physics: Physics
+    colliders: object | None = None
 
     @property
     def particle_count(self) -> int:
@@ -183,7 +185,8 @@ def particle_masses(radius: np.ndarray, material_index: np.ndarray,
 
 
 def build_model(radius: np.ndarray, physics: Physics, *, material_index: np.ndarray | None = None,
-                object_id: np.ndarray | None = None, particle_id: np.ndarray | None = None) -> Model:
+                object_id: np.ndarray | None = None, particle_id: np.ndarray | None = None,
+                colliders: object | None = None) -> Model:
     """Validate per-particle arrays and assemble a ``Model``.
 
     Args:
@@ -211,4 +214,4 @@ def build_model(radius: np.ndarray, physics: Physics, *, material_index: np.ndar
     obj = np.zeros(n, np.int32) if object_id is None else np.ascontiguousarray(object_id, np.int32)
     pid = np.arange(n, dtype=np.int32) if particle_id is None else np.ascontiguousarray(particle_id, np.int32)
     return Model(radius=radius, mass=particle_masses(radius, mat, physics.materials),
-                 material_index=mat, object_id=obj, particle_id=pid, physics=physics)
+                 material_index=mat, object_id=obj, particle_id=pid, physics=physics, colliders=colliders)

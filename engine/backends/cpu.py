@@ -59,15 +59,19 @@ class NeighborListCpu:
         extent = np.maximum(hi - lo, 0.0)
         # Keep the grid at most ~2 cells per particle; larger cells stay correct, only slower.
         cell = max(cell, float(np.prod(extent + cell) / (2.0 * count + 8.0)) ** (1.0 / 3.0))
-        dims = (np.floor(extent / cell).astype(np.int64) + 1)
+        dims = np.floor(extent / cell).astype(np.int64) + 3  # +2: an empty cell of padding on each side
         k.assign_cells(pos, active, lo, 1.0 / cell, dims, self.cell_of)
         cell_start, cell_order = k.counting_sort(self.cell_of, int(np.prod(dims)))
-        k.count_candidates(pos, radius, active, self.cell_of, cell_start, cell_order, dims, skin, self.counts)
+        offsets = k.neighbour_offsets(dims)
+        m = cell_order.shape[0]
+        spos, srad, scell = np.empty((m, 3), np.float32), np.empty(m, np.float32), np.empty(m, np.int64)
+        k.gather_sorted(pos, radius, self.cell_of, cell_order, spos, srad, scell)
+        self.counts[:] = 0
+        k.count_candidates(spos, srad, scell, cell_order, cell_start, offsets, skin, self.counts)
         self.nbr_start[0] = 0
         np.cumsum(self.counts, out=self.nbr_start[1:])
         self.nbr_j = np.empty(int(self.nbr_start[-1]), np.int32)
-        k.fill_candidates(pos, radius, active, self.cell_of, cell_start, cell_order, dims, skin,
-                          self.nbr_start, self.nbr_j)
+        k.fill_candidates(spos, srad, scell, cell_order, cell_start, offsets, skin, self.nbr_start, self.nbr_j)
         self.rev_start, self.rev_pair = k.transpose_pairs(self.nbr_j, n)
 
     @property
@@ -122,14 +126,19 @@ class BackendCpu(Backend):
         self.neighbors = NeighborListCpu(self.model.particle_count)
         self.hist = np.zeros((0, 3), np.float64)
         self.wall_hist[:] = 0.0
+        if self.model.colliders is not None:
+            self.model.colliders.reset_history()
 
     def get_contact_history(self) -> dict[str, np.ndarray]:
         """Tangential springs of the current contacts, for exact resume: pair i, j (int32), pair
         spring (P, 3) and wall springs (n, 6, 3) [m]."""
         i, j = self.neighbors.pairs()
         keep = np.any(self.hist != 0.0, axis=1) if self.hist.shape[0] else np.zeros(0, bool)
-        return {"pair_i": i[keep], "pair_j": j[keep], "pair_spring": self.hist[keep],
-                "wall_spring": self.wall_hist.copy()}
+        history = {"pair_i": i[keep], "pair_j": j[keep], "pair_spring": self.hist[keep],
+                   "wall_spring": self.wall_hist.copy()}
+        if self.model.colliders is not None:
+            history.update(self.model.colliders.get_history())
+        return history
 
     def set_contact_history(self, history: dict[str, np.ndarray]) -> None:
         """Restore what ``get_contact_history`` returned (call after ``set_state``)."""
@@ -139,6 +148,8 @@ class BackendCpu(Backend):
         order = np.argsort(history["pair_i"], kind="stable")
         self._restored = (start, history["pair_j"][order].astype(np.int32), history["pair_spring"][order])
         self.wall_hist[:] = history["wall_spring"]
+        if self.model.colliders is not None:
+            self.model.colliders.set_history(history)
 
     def get_state(self) -> State:
         return self.state.copy()
@@ -164,7 +175,10 @@ class BackendCpu(Backend):
         density = max(count, 1) / volume
         # Half list: candidates ≈ ½ · density · 4/3 π (2 r_max + skin)³.
         budget = (6.0 * CANDIDATES_PER_PARTICLE / (4.0 * math.pi * density)) ** (1.0 / 3.0) - 2.0 * self.r_max
-        return max(min(motion, budget), 0.05 * self.r_min)
+        # At least half a radius where the budget allows: slow starts then rebuild on schedule, not
+        # every few steps because the motion estimate was tiny.
+        floor = max(min(budget, 0.5 * self.r_max), 0.05 * self.r_min)
+        return max(min(motion, budget), floor)
 
     def _build(self, accel: np.ndarray) -> None:
         s = self.state
@@ -201,11 +215,20 @@ class BackendCpu(Backend):
                           nb.nbr_start, nb.nbr_j, self.beta, self.mu, stiffness, self.spring, physics.dt,
                           self.hist, self.pair_force, self.force)
             k.gather_reactions(self.force, self.pair_force, nb.rev_start, nb.rev_pair)
+            colliders = m.colliders
+            if colliders is not None:
+                previous = s.positions.copy()
+                colliders.add_forces(s.step * physics.dt, s.positions, s.velocities, m.radius, m.mass,
+                                     m.material_index, s.active, self.force, physics)
             t2 = time.perf_counter()
             disp2, speed2, bad = k.integrate(
                 s.positions, s.velocities, self.force, m.radius, m.mass, m.material_index, s.active, accel,
                 physics.dt, self.lo, self.hi, self.wall_mask, self.wall_beta, self.wall_mu, stiffness,
                 self.spring, self.wall_hist, self.field_table, self.field_grid, self.pos_ref)
+            if colliders is not None:
+                # Swept test from old to new centre: catches grains that would tunnel through a wall.
+                colliders.after_integrate((s.step + 1) * physics.dt, previous, s.positions, s.velocities,
+                                          m.radius, s.active, physics)
             s.step += 1
             self.steps_since_build += 1
             if bad:

@@ -53,13 +53,18 @@ def max_speed_squared(vel, active):
 
 @njit(**KERNEL_OPTIONS)
 def _cell_coord(x, lo, inv_h, dim):
+    """Cell coordinate along one axis in a grid padded by one empty cell on each side."""
     c = int(math.floor((x - lo) * inv_h))
-    return min(max(c, 0), dim - 1)
+    return min(max(c, 0), dim - 3) + 1
 
 
 @njit(parallel=True, **KERNEL_OPTIONS)
 def assign_cells(pos, active, lo, inv_h, dims, cell_of):
-    """Linear cell index of every particle (−1 when inactive), written to ``cell_of`` (int64)."""
+    """Linear cell index of every particle (−1 when inactive), written to ``cell_of`` (int64).
+
+    ``dims`` includes the padding, so the 27 neighbours of any occupied cell exist and the neighbour
+    scan needs no bounds checks.
+    """
     for i in prange(pos.shape[0]):
         if active[i]:
             cx = _cell_coord(pos[i, 0], lo[0], inv_h, dims[0])
@@ -68,6 +73,19 @@ def assign_cells(pos, active, lo, inv_h, dims, cell_of):
             cell_of[i] = (cx * dims[1] + cy) * dims[2] + cz
         else:
             cell_of[i] = -1
+
+
+@njit(**KERNEL_OPTIONS)
+def neighbour_offsets(dims):
+    """Linear-index offsets of the 27 cells around a cell, int64 (27,)."""
+    out = np.empty(27, np.int64)
+    n = 0
+    for ax in range(-1, 2):
+        for ay in range(-1, 2):
+            for az in range(-1, 2):
+                out[n] = (ax * dims[1] + ay) * dims[2] + az
+                n += 1
+    return out
 
 
 @njit(**KERNEL_OPTIONS)
@@ -89,50 +107,57 @@ def counting_sort(cell_of, cell_count):
     return start, order
 
 
+@njit(parallel=True, **KERNEL_OPTIONS)
+def gather_sorted(pos, radius, cell_of, order, spos, srad, scell):
+    """Copies of centres, radii and cells in cell order, so the neighbour scan reads memory in order."""
+    for a in prange(order.shape[0]):
+        i = order[a]
+        spos[a, 0] = pos[i, 0]
+        spos[a, 1] = pos[i, 1]
+        spos[a, 2] = pos[i, 2]
+        srad[a] = radius[i]
+        scell[a] = cell_of[i]
+
+
 @njit(**KERNEL_OPTIONS)
-def _scan_neighbours(i, pos, radius, active, cell_of, cell_start, cell_order, dims, skin, out, offset):
-    """Count (out is None-like: offset < 0) or write the candidates j > i of particle i."""
-    c = cell_of[i]
-    cz = c % dims[2]
-    cy = (c // dims[2]) % dims[1]
-    cx = c // (dims[1] * dims[2])
-    xi, yi, zi, ri = pos[i, 0], pos[i, 1], pos[i, 2], radius[i]
+def _scan(a, spos, srad, scell, order, cell_start, offsets, skin, out, slot):
+    """Candidates j > i (original ids) of the particle at sorted position a; writes them to
+    ``out[slot:]`` when ``slot`` ≥ 0, and returns how many there are."""
+    i = order[a]
+    c = scell[a]
+    xi, yi, zi = spos[a, 0], spos[a, 1], spos[a, 2]
+    ri = srad[a] + skin
     found = 0
-    for ax in range(max(cx - 1, 0), min(cx + 2, dims[0])):
-        for ay in range(max(cy - 1, 0), min(cy + 2, dims[1])):
-            for az in range(max(cz - 1, 0), min(cz + 2, dims[2])):
-                cell = (ax * dims[1] + ay) * dims[2] + az
-                for q in range(cell_start[cell], cell_start[cell + 1]):
-                    j = cell_order[q]
-                    if j <= i:
-                        continue
-                    dx = xi - pos[j, 0]
-                    dy = yi - pos[j, 1]
-                    dz = zi - pos[j, 2]
-                    reach = ri + radius[j] + skin
-                    if dx * dx + dy * dy + dz * dz <= reach * reach:
-                        if offset >= 0:
-                            out[offset + found] = j
-                        found += 1
+    for o in range(27):
+        cell = c + offsets[o]
+        for b in range(cell_start[cell], cell_start[cell + 1]):
+            j = order[b]
+            if j > i:
+                dx = xi - spos[b, 0]
+                dy = yi - spos[b, 1]
+                dz = zi - spos[b, 2]
+                reach = ri + srad[b]
+                if dx * dx + dy * dy + dz * dz <= reach * reach:
+                    if slot >= 0:
+                        out[slot + found] = j
+                    found += 1
     return found
 
 
 @njit(parallel=True, **KERNEL_OPTIONS)
-def count_candidates(pos, radius, active, cell_of, cell_start, cell_order, dims, skin, counts):
+def count_candidates(spos, srad, scell, order, cell_start, offsets, skin, counts):
+    """counts[i] = number of candidates j > i of particle i (pairs closer than r_i + r_j + skin).
+    Particles not in ``order`` (inactive) must have counts 0 beforehand."""
     dummy = np.empty(0, np.int32)
-    for i in prange(pos.shape[0]):
-        counts[i] = 0
-        if active[i]:
-            counts[i] = _scan_neighbours(i, pos, radius, active, cell_of, cell_start, cell_order, dims,
-                                         skin, dummy, -1)
+    for a in prange(order.shape[0]):
+        counts[order[a]] = _scan(a, spos, srad, scell, order, cell_start, offsets, skin, dummy, -1)
 
 
 @njit(parallel=True, **KERNEL_OPTIONS)
-def fill_candidates(pos, radius, active, cell_of, cell_start, cell_order, dims, skin, nbr_start, nbr_j):
-    for i in prange(pos.shape[0]):
-        if active[i]:
-            _scan_neighbours(i, pos, radius, active, cell_of, cell_start, cell_order, dims, skin,
-                             nbr_j, nbr_start[i])
+def fill_candidates(spos, srad, scell, order, cell_start, offsets, skin, nbr_start, nbr_j):
+    """Write the candidates counted by ``count_candidates`` into the CSR list (by original id)."""
+    for a in prange(order.shape[0]):
+        _scan(a, spos, srad, scell, order, cell_start, offsets, skin, nbr_j, nbr_start[order[a]])
 
 
 @njit(**KERNEL_OPTIONS)
@@ -341,9 +366,11 @@ def integrate(pos, vel, force, radius, mass, material, active, accel, dt, lo, hi
                 sign = -1.0
             overlap = r - gap
             if overlap < 0.0:
-                wall_hist[i, side, 0] = 0.0
-                wall_hist[i, side, 1] = 0.0
-                wall_hist[i, side, 2] = 0.0
+                if spring and wall_hist[i, side, 0] != 0.0 or wall_hist[i, side, 1] != 0.0 or \
+                        wall_hist[i, side, 2] != 0.0:  # write only when needed: saves memory traffic
+                    wall_hist[i, side, 0] = 0.0
+                    wall_hist[i, side, 1] = 0.0
+                    wall_hist[i, side, 2] = 0.0
                 continue
             nx = sign if axis == 0 else 0.0
             ny = sign if axis == 1 else 0.0
