@@ -6,7 +6,8 @@ thread count (same seed, same bits). Arrays are stored float32 (positions, veloc
 and arithmetic is float64 inside the kernels.
 
 Neighbour structure: a Verlet list with a skin. ``nbr_start``/``nbr_j`` is a CSR half list (each
-candidate pair once, j > i by index) of pairs closer than r_i + r_j + skin; ``rev_start``/``rev_pair``
+candidate pair once, in the row of the particle whose cell comes first) of pairs closer than
+r_i + r_j + skin; ``rev_start``/``rev_pair``
 is its transpose (for particle j, the list entries p with nbr_j[p] == j) so the reaction forces are
 gathered without atomics.
 """
@@ -77,14 +78,20 @@ def assign_cells(pos, active, lo, inv_h, dims, cell_of):
 
 @njit(**KERNEL_OPTIONS)
 def neighbour_offsets(dims):
-    """Linear-index offsets of the 27 cells around a cell, int64 (27,)."""
-    out = np.empty(27, np.int64)
+    """Linear-index offsets of the 13 'forward' neighbour cells (half stencil), int64 (13,).
+
+    Every pair of particles in adjacent cells is seen exactly once: from the cell whose neighbour
+    lies forward of it. Pairs inside one cell are taken in sorted order.
+    """
+    out = np.empty(13, np.int64)
     n = 0
     for ax in range(-1, 2):
         for ay in range(-1, 2):
             for az in range(-1, 2):
-                out[n] = (ax * dims[1] + ay) * dims[2] + az
-                n += 1
+                offset = (ax * dims[1] + ay) * dims[2] + az
+                if offset > 0:
+                    out[n] = offset
+                    n += 1
     return out
 
 
@@ -120,33 +127,41 @@ def gather_sorted(pos, radius, cell_of, order, spos, srad, scell):
 
 
 @njit(**KERNEL_OPTIONS)
+def _within(a, b, xi, yi, zi, ri, spos, srad):
+    dx = xi - spos[b, 0]
+    dy = yi - spos[b, 1]
+    dz = zi - spos[b, 2]
+    reach = ri + srad[b]
+    return dx * dx + dy * dy + dz * dz <= reach * reach
+
+
+@njit(**KERNEL_OPTIONS)
 def _scan(a, spos, srad, scell, order, cell_start, offsets, skin, out, slot):
-    """Candidates j > i (original ids) of the particle at sorted position a; writes them to
-    ``out[slot:]`` when ``slot`` ≥ 0, and returns how many there are."""
-    i = order[a]
+    """Candidates of the particle at sorted position a: later particles of its own cell and all
+    particles of the 13 forward cells closer than r_i + r_j + skin. Writes their original ids to
+    ``out[slot:]`` when ``slot`` ≥ 0; returns how many there are."""
     c = scell[a]
     xi, yi, zi = spos[a, 0], spos[a, 1], spos[a, 2]
     ri = srad[a] + skin
     found = 0
-    for o in range(27):
+    for b in range(a + 1, cell_start[c + 1]):
+        if _within(a, b, xi, yi, zi, ri, spos, srad):
+            if slot >= 0:
+                out[slot + found] = order[b]
+            found += 1
+    for o in range(offsets.shape[0]):
         cell = c + offsets[o]
         for b in range(cell_start[cell], cell_start[cell + 1]):
-            j = order[b]
-            if j > i:
-                dx = xi - spos[b, 0]
-                dy = yi - spos[b, 1]
-                dz = zi - spos[b, 2]
-                reach = ri + srad[b]
-                if dx * dx + dy * dy + dz * dz <= reach * reach:
-                    if slot >= 0:
-                        out[slot + found] = j
-                    found += 1
+            if _within(a, b, xi, yi, zi, ri, spos, srad):
+                if slot >= 0:
+                    out[slot + found] = order[b]
+                found += 1
     return found
 
 
 @njit(parallel=True, **KERNEL_OPTIONS)
 def count_candidates(spos, srad, scell, order, cell_start, offsets, skin, counts):
-    """counts[i] = number of candidates j > i of particle i (pairs closer than r_i + r_j + skin).
+    """counts[i] = number of candidates listed in particle i's row (pairs closer than r_i + r_j + skin).
     Particles not in ``order`` (inactive) must have counts 0 beforehand."""
     dummy = np.empty(0, np.int32)
     for a in prange(order.shape[0]):
@@ -428,16 +443,29 @@ def contact_flags(pos, radius, active, nbr_start, nbr_j, flags):
 
 @njit(parallel=True, **KERNEL_OPTIONS)
 def remap_history(old_start, old_j, old_hist, new_start, new_j, new_hist):
-    """Carry each pair's tangential spring from the old Verlet list to the rebuilt one (by (i, j))."""
+    """Carry each pair's tangential spring from the old list to the rebuilt one.
+
+    A pair may change rows between builds (the row is the particle whose cell came first); the
+    spring is stored as seen from the row's particle, so it changes sign when the pair changes row.
+    """
     for i in prange(new_start.shape[0] - 1):
         for p in range(new_start[i], new_start[i + 1]):
             j = new_j[p]
             new_hist[p, 0] = 0.0
             new_hist[p, 1] = 0.0
             new_hist[p, 2] = 0.0
+            found = False
             for q in range(old_start[i], old_start[i + 1]):
                 if old_j[q] == j:
                     new_hist[p, 0] = old_hist[q, 0]
                     new_hist[p, 1] = old_hist[q, 1]
                     new_hist[p, 2] = old_hist[q, 2]
+                    found = True
                     break
+            if not found:
+                for q in range(old_start[j], old_start[j + 1]):
+                    if old_j[q] == i:
+                        new_hist[p, 0] = -old_hist[q, 0]
+                        new_hist[p, 1] = -old_hist[q, 1]
+                        new_hist[p, 2] = -old_hist[q, 2]
+                        break
