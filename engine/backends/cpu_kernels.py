@@ -128,10 +128,11 @@ def gather_sorted(pos, radius, cell_of, order, spos, srad, scell):
 
 @njit(**KERNEL_OPTIONS)
 def _within(a, b, xi, yi, zi, ri, spos, srad):
-    dx = xi - spos[b, 0]
-    dy = yi - spos[b, 1]
-    dz = zi - spos[b, 2]
-    reach = ri + srad[b]
+    # float64, like the contact test itself: a candidate test in float32 could drop exact touches.
+    dx = xi - np.float64(spos[b, 0])
+    dy = yi - np.float64(spos[b, 1])
+    dz = zi - np.float64(spos[b, 2])
+    reach = ri + np.float64(srad[b])
     return dx * dx + dy * dy + dz * dz <= reach * reach
 
 
@@ -141,8 +142,8 @@ def _scan(a, spos, srad, scell, order, cell_start, offsets, skin, out, slot):
     particles of the 13 forward cells closer than r_i + r_j + skin. Writes their original ids to
     ``out[slot:]`` when ``slot`` ≥ 0; returns how many there are."""
     c = scell[a]
-    xi, yi, zi = spos[a, 0], spos[a, 1], spos[a, 2]
-    ri = srad[a] + skin
+    xi, yi, zi = np.float64(spos[a, 0]), np.float64(spos[a, 1]), np.float64(spos[a, 2])
+    ri = np.float64(srad[a]) + skin
     found = 0
     for b in range(a + 1, cell_start[c + 1]):
         if _within(a, b, xi, yi, zi, ri, spos, srad):

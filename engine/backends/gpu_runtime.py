@@ -1,0 +1,429 @@
+"""What the GPU backends share: lazy CuPy/optix imports, kernel compilation, struct mirrors, and the
+particle arrays on the device with their launchers (integration, Morton reorder, bucket sort).
+
+Nothing here imports CuPy or optix at module import time, so ``import engine.backends`` works without
+a GPU. Kernels live in ``kernels/`` beside the ``engine`` package: ``<name>.h`` holds the structs shared
+with this module (mirrored below as numpy dtypes and checked against the header by
+tests/engine/test_kernels_compile.py), ``<name>.cu`` the code. CUDA kernels are compiled with NVRTC
+through ``cupy.RawModule`` (CuPy caches the binaries on disk, keyed by the source, which is why local
+includes are expanded here first); OptiX programs are compiled with NVRTC to PTX and cached under
+``kernel_cache_dir()``.
+
+Device layout of the particles (slot order, see ``DeviceParticles``): ``pos`` float4 (x, y, z, radius),
+``vel`` float4 (vx, vy, vz, mass), ``force`` float4, ``info`` uint32 (active bit | material << 8).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+
+from ..contact_law import pair_tables, wall_tables
+from ..errors import MochiError, SimulationDiverged
+from ..fields import pack_fields, uniform_acceleration
+from ..model import Model
+from ..state import State
+
+#: Folder of the CUDA/OptiX sources.
+KERNEL_DIR = Path(__file__).resolve().parents[2] / "kernels"
+#: Threads per block of every CUDA kernel launched here.
+BLOCK = 256
+#: Threads and items per block of the prefix sum (SCAN_THREADS, SCAN_ITEMS in kernels/dem_common.cu).
+SCAN_THREADS = 256
+SCAN_ITEMS = 1024
+#: Bits per axis of the Morton key used to reorder particles at rebuilds (2^21 buckets).
+MORTON_BITS = 7
+INFO_ACTIVE = 1
+INFO_MATERIAL_SHIFT = 8
+DIAG_COUNT = 4
+INT_MAX = 2**31 - 1
+
+#: Host mirror of ``struct DemParams`` (kernels/dem_params.h).
+DEM_PARAMS_DTYPE = np.dtype({
+    "names": ["pos", "vel", "force", "info", "beta", "mu", "wall_beta", "wall_mu", "field_table",
+              "field_grid", "diag", "lo", "hi", "stiffness", "dt", "speed_limit2", "particle_count",
+              "material_count", "field_count", "wall_mask", "cell_size", "inv_cell_size", "table_mask",
+              "grid_bits_x", "grid_bits_y", "grid_bits_z"],
+    "formats": ["u8"] * 11 + [("f8", (3,)), ("f8", (3,)), "f4", "f4", "f4", "i4", "i4", "i4", "i4", "f4", "f4",
+                              "u4", "u4", "u4", "u4"],
+}, align=True)
+
+#: Host mirror of ``struct OptixDemParams`` (kernels/dem_params.h).
+OPTIX_DEM_PARAMS_DTYPE = np.dtype({
+    "names": ["dem", "handle", "pairs", "pair_count", "pair_capacity", "mode", "ray_tmax", "pad"],
+    "formats": [DEM_PARAMS_DTYPE, "u8", "u8", "u8", "u4", "i4", "f4", "i4"],
+}, align=True)
+
+
+class GpuUnavailable(MochiError):
+    """A GPU backend cannot start here; the message says why in one sentence."""
+
+
+def import_cupy():
+    """CuPy with a usable CUDA device, or ``GpuUnavailable`` naming what is missing."""
+    try:
+        import cupy
+    except ImportError as exc:
+        raise GpuUnavailable(f"The GPU backends need CuPy (pip install cupy-cuda13x or cupy-cuda12x); "
+                             f"importing it failed: {exc}.") from None
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:  # CUDARuntimeError without a driver, or a driver too old for CuPy
+        raise GpuUnavailable(f"CuPy found no usable NVIDIA driver or GPU ({exc}).") from None
+    if count == 0:
+        raise GpuUnavailable("CuPy found no NVIDIA GPU.")
+    return cupy
+
+
+def import_optix():
+    """The pyoptix module, or ``GpuUnavailable`` (e.g. a driver older than the OptiX ABI it needs)."""
+    try:
+        import optix
+    except ImportError as exc:
+        hint = (" The driver is older than the OptiX version of the installed pyoptix-contrib wheel "
+                "(OptiX 9.1 needs an R590 or newer driver)." if "ABI" in str(exc) else "")
+        raise GpuUnavailable(f"The OptiX backend needs pyoptix-contrib; importing optix failed: {exc}.{hint}") from None
+    return optix
+
+
+def device_summary(cupy) -> tuple[str, tuple[int, int]]:
+    """(name, (major, minor) compute capability) of the current device."""
+    props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+    return name, (int(props["major"]), int(props["minor"]))
+
+
+def kernel_cache_dir() -> Path:
+    """Folder of compiled OptiX programs ($MOCHI_KERNEL_CACHE or ~/.cache/mochi/kernels)."""
+    path = Path(os.environ.get("MOCHI_KERNEL_CACHE", Path.home() / ".cache" / "mochi" / "kernels"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.M)
+_PRAGMA_ONCE = re.compile(r"^\s*#\s*pragma\s+once\s*$", re.M)
+
+
+def kernel_source(name: str, *, _seen: set | None = None) -> str:
+    """Text of kernels/``name`` with its local ``#include "..."`` files expanded (each once)."""
+    seen = set() if _seen is None else _seen
+    if name in seen:
+        return ""
+    seen.add(name)
+    # Each file is inlined once, so its include guard would only make compilers warn in the main file.
+    text = _PRAGMA_ONCE.sub("", (KERNEL_DIR / name).read_text(encoding="utf-8"))
+    return _INCLUDE.sub(lambda m: kernel_source(m.group(1), _seen=seen), text)
+
+
+def cuda_include_dirs() -> list[str]:
+    """CUDA toolkit include folders that exist here (NVRTC needs them for the OptiX headers)."""
+    found = []
+    for root in (os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
+        if root and (Path(root) / "include" / "cuda_runtime.h").is_file():
+            found.append(str(Path(root) / "include"))
+    return found[:1]
+
+
+def compile_ptx(source: str, options: list[str], *, name: str = "program.cu") -> bytes:
+    """PTX of ``source`` compiled with NVRTC (through CuPy's binding), cached on disk by content."""
+    from cupy_backends.cuda.libs import nvrtc
+
+    key = hashlib.sha256("\0".join([source, *options, str(nvrtc.getVersion())]).encode()).hexdigest()[:32]
+    cached = kernel_cache_dir() / f"{key}.ptx"
+    if cached.is_file():
+        return cached.read_bytes()
+    prog = nvrtc.createProgram(source, name, (), ())
+    try:
+        try:
+            nvrtc.compileProgram(prog, list(options))
+        except nvrtc.NVRTCError as exc:
+            raise RuntimeError(f"NVRTC failed on {name}: {exc}\n{nvrtc.getProgramLog(prog)}") from None
+        ptx = nvrtc.getPTX(prog)
+    finally:
+        nvrtc.destroyProgram(prog)
+    ptx = ptx.encode() if isinstance(ptx, str) else bytes(ptx)
+    ptx = ptx.rstrip(b"\0")
+    tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_bytes(ptx)
+    os.replace(tmp, cached)
+    return ptx
+
+
+_MODULES: dict[str, object] = {}
+
+
+def raw_module(name: str, *, defines: tuple[str, ...] = ()):
+    """``cupy.RawModule`` of kernels/``name`` with ``-D`` ``defines`` (compiled once per process,
+    cached on disk by CuPy)."""
+    key = "\0".join((name, *defines))
+    if key not in _MODULES:
+        import cupy
+
+        options = ("-std=c++17", *(f"-D{d}" for d in defines))
+        _MODULES[key] = cupy.RawModule(code=kernel_source(name), options=options)
+    return _MODULES[key]
+
+
+def check_friction_model(physics) -> None:
+    """Refuse a history-dependent friction model the GPU kernels do not implement.
+
+    The kernels evaluate the history-free tangential law of engine.contact_law ('damper'). With every
+    friction coefficient zero (the paper's benchmarks) 'spring' and 'damper' are the same law.
+
+    Raises:
+        MochiError: friction_model 'spring' with a non-zero particle or wall friction.
+    """
+    model = getattr(physics, "friction_model", "damper")
+    frictional = any(m.friction > 0 for m in physics.materials) or physics.domain.wall_friction > 0
+    if model != "damper" and frictional:
+        raise MochiError(f"The GPU backends implement friction_model 'damper' only, but the physics uses "
+                         f"'{model}' with non-zero friction; set friction_model = 'damper' or use the cpu backend.")
+
+
+def blocks(count: int) -> tuple[int]:
+    return (max((count + BLOCK - 1) // BLOCK, 1),)
+
+
+class BucketSorter:
+    """Deterministic stable sort of items by a small integer key (kernels/dem_common.cu).
+
+    After ``sort``, ``sorted[start[b]:start[b + 1]]`` are the items with key b in increasing order.
+
+    Args:
+        item_count: Items to sort.
+        bucket_count: Keys are in [0, bucket_count).
+    """
+
+    def __init__(self, item_count: int, bucket_count: int):
+        import cupy
+
+        self.cp = cupy
+        self.item_count = item_count
+        self.bucket_count = bucket_count
+        self.count = cupy.zeros(bucket_count, cupy.uint32)
+        self.rank = cupy.zeros(max(item_count, 1), cupy.uint32)
+        self.start = cupy.zeros(bucket_count + 1, cupy.uint32)
+        self.sorted = cupy.zeros(max(item_count, 1), cupy.int32)
+        self.block_sum = cupy.zeros(max((bucket_count + SCAN_ITEMS - 1) // SCAN_ITEMS, 1), cupy.uint32)
+        module = raw_module("dem_common.cu")
+        self._scan_blocks = module.get_function("scan_blocks")
+        self._scan_block_sums = module.get_function("scan_block_sums")
+        self._add_block_offsets = module.get_function("add_block_offsets")
+        self._count = module.get_function("bucket_count")
+        self._scatter = module.get_function("bucket_scatter")
+        self._order = module.get_function("bucket_order")
+
+    def scan(self) -> None:
+        """start[1:] = inclusive prefix sum of count (start[0] stays 0); asynchronous."""
+        buckets = np.int32(self.bucket_count)
+        block_count = self.block_sum.shape[0]
+        self._scan_blocks((block_count,), (SCAN_THREADS,), (self.count, buckets, self.start, self.block_sum))
+        self._scan_block_sums((1,), (SCAN_THREADS,), (self.block_sum, np.int32(block_count)))
+        self._add_block_offsets(blocks(self.bucket_count), (BLOCK,), (self.start, buckets, self.block_sum))
+
+    def sort(self, key) -> None:
+        """Sort by ``key`` (cupy uint32 (item_count,)); asynchronous."""
+        n = np.int32(self.item_count)
+        self.count.fill(0)
+        self._count(blocks(self.item_count), (BLOCK,), (key, n, self.count, self.rank))
+        self.scan()
+        self._scatter(blocks(self.item_count), (BLOCK,), (key, n, self.start, self.rank, self.sorted))
+        self._order(blocks(self.bucket_count), (BLOCK,), (self.start, np.int32(self.bucket_count), self.sorted))
+
+
+class DeviceParticles:
+    """The particles of one model on the GPU, in slot order, and the launchers every backend shares.
+
+    ``slot_to_model[k]`` is the model index of the particle in slot k; slots are reordered along a
+    Morton curve at rebuilds (``morton_reorder``) so that neighbours sit close in memory.
+
+    Args:
+        model: The static model.
+    """
+
+    def __init__(self, model: Model):
+        import cupy
+
+        self.cp = cupy
+        self.model = model
+        physics = model.physics
+        check_friction_model(physics)
+        n = model.particle_count
+        self.particle_count = n
+        self.pos = cupy.zeros((n, 4), cupy.float32)
+        self.vel = cupy.zeros((n, 4), cupy.float32)
+        self.force = cupy.zeros((n, 4), cupy.float32)
+        self.info = cupy.zeros(n, cupy.uint32)
+        self.slot_to_model = cupy.arange(n, dtype=cupy.int32)
+        self.diag = cupy.zeros(DIAG_COUNT, cupy.int32)
+        beta, mu = pair_tables(physics.materials)
+        wall_beta, wall_mu = wall_tables(physics.materials, physics.domain.wall_restitution,
+                                         physics.domain.wall_friction)
+        table, grid = pack_fields(physics.fields)
+        self.beta = cupy.asarray(beta, cupy.float32).ravel()
+        self.mu = cupy.asarray(mu, cupy.float32).ravel()
+        self.wall_beta = cupy.asarray(wall_beta, cupy.float32)
+        self.wall_mu = cupy.asarray(wall_mu, cupy.float32)
+        self.field_table = cupy.asarray(table if table.size else np.zeros((1, 16), np.float32)).ravel()
+        self.field_grid = cupy.asarray(grid, cupy.float32)
+        self.field_count = int(table.shape[0])
+        self.host_params = np.zeros(1, DEM_PARAMS_DTYPE)
+        self.params = cupy.zeros(DEM_PARAMS_DTYPE.itemsize, cupy.uint8)
+        self.key = cupy.zeros(max(n, 1), cupy.uint32)
+        self.morton_sorter = BucketSorter(n, (1 << (3 * MORTON_BITS)) + 1)
+        self._scratch4 = cupy.zeros((n, 4), cupy.float32)
+        self._scratch1 = cupy.zeros(n, cupy.uint32)
+        module = raw_module("dem_common.cu")
+        self._integrate = module.get_function("dem_integrate")
+        self._morton = module.get_function("dem_morton_keys")
+        self._gather4 = module.get_function("gather_float4")
+        self._gather1 = module.get_function("gather_u32")
+        self.last_checked_step = 0
+        self.step_index = 0
+        self._fill_params()
+
+    def _fill_params(self, **extra) -> None:
+        physics = self.model.physics
+        p = self.host_params[0]
+        for name, array in (("pos", self.pos), ("vel", self.vel), ("force", self.force), ("info", self.info),
+                            ("beta", self.beta), ("mu", self.mu), ("wall_beta", self.wall_beta),
+                            ("wall_mu", self.wall_mu), ("field_table", self.field_table),
+                            ("field_grid", self.field_grid), ("diag", self.diag)):
+            p[name] = array.data.ptr
+        p["lo"] = physics.domain.lo
+        p["hi"] = physics.domain.hi
+        p["stiffness"] = physics.stiffness
+        p["dt"] = physics.dt
+        p["speed_limit2"] = physics.speed_limit ** 2
+        p["particle_count"] = self.particle_count
+        p["material_count"] = len(physics.materials)
+        p["field_count"] = self.field_count
+        p["wall_mask"] = int(sum(int(bit) << side for side, bit in enumerate(physics.domain.wall_mask())))
+        for name, value in extra.items():
+            p[name] = value
+        self.params.set(self.host_params.view(np.uint8))
+
+    def set_grid(self, cell_size: float, grid_bits: tuple[int, int, int]) -> None:
+        """Grid of the CUDA grid backend: cell edge [m], cells folded onto 2^bits per axis (x, y, z)."""
+        if min(grid_bits) < 2:
+            raise ValueError("every grid_bits must be at least 2 (27 distinct buckets around a cell)")
+        self._fill_params(cell_size=cell_size, inv_cell_size=1.0 / cell_size,
+                          table_mask=(1 << sum(grid_bits)) - 1, grid_bits_x=grid_bits[0],
+                          grid_bits_y=grid_bits[1], grid_bits_z=grid_bits[2])
+
+    def upload(self, state: State) -> None:
+        """Copy ``state`` to the device in model order (slot k = particle k); synchronous."""
+        cp = self.cp
+        m = self.model
+        n = self.particle_count
+        host_pos = np.empty((n, 4), np.float32)
+        host_pos[:, :3] = state.positions
+        host_pos[:, 3] = m.radius
+        host_vel = np.empty((n, 4), np.float32)
+        host_vel[:, :3] = state.velocities
+        host_vel[:, 3] = m.mass
+        info = (state.active.astype(np.uint32) & INFO_ACTIVE) | (m.material_index.astype(np.uint32) << INFO_MATERIAL_SHIFT)
+        self.pos.set(host_pos)
+        self.vel.set(host_vel)
+        self.info.set(info)
+        self.force.fill(0)
+        self.slot_to_model[:] = cp.arange(n, dtype=cp.int32)
+        self.diag.set(np.array([INT_MAX, INT_MAX, 0, 0], np.int32))
+        self.step_index = int(state.step)
+        self.last_checked_step = int(state.step)
+
+    def download(self) -> State:
+        """The current state in model order; raises ``SimulationDiverged`` (see ``check``)."""
+        cp = self.cp
+        n = self.particle_count
+        pos = cp.empty((n, 4), cp.float32)
+        vel = cp.empty((n, 4), cp.float32)
+        info = cp.empty(n, cp.uint32)
+        pos[self.slot_to_model] = self.pos
+        vel[self.slot_to_model] = self.vel
+        info[self.slot_to_model] = self.info
+        state = State(np.ascontiguousarray(pos[:, :3].get()), np.ascontiguousarray(vel[:, :3].get()),
+                      (info.get() & INFO_ACTIVE).astype(np.uint8), self.step_index)
+        self.check()
+        return state
+
+    def check(self) -> None:
+        """Raise ``SimulationDiverged`` if a NaN or a speed above the limit appeared since the last check."""
+        physics = self.model.physics
+        first_nan, first_fast, max_speed2_bits, _ = (int(v) for v in self.diag.get())
+        first, last = self.last_checked_step, self.step_index
+        self.last_checked_step = last
+        if first_nan != INT_MAX:
+            raise SimulationDiverged(
+                f"The simulation produced NaN at step {first_nan} (t = {first_nan * physics.dt:.6g} s), between "
+                f"steps {first} and {last} checked on the GPU; lower dt or the stiffness.", first_nan)
+        if first_fast != INT_MAX:
+            speed = float(np.sqrt(np.int32(max_speed2_bits).view(np.float32)))
+            raise SimulationDiverged(
+                f"Runaway energy at step {first_fast} (t = {first_fast * physics.dt:.6g} s), between steps "
+                f"{first} and {last} checked on the GPU: a particle moved at up to {speed:.3g} m/s, above the "
+                f"limit of {physics.speed_limit:.3g} m/s; lower dt or the stiffness.", first_fast)
+
+    def acceleration(self, step: int) -> np.ndarray:
+        """Gravity plus uniform/rotating fields at t = step·dt, float32 (3,) [m/s²]."""
+        physics = self.model.physics
+        t = step * physics.dt
+        return (physics.gravity.at(t) + uniform_acceleration(physics.fields, t)).astype(np.float32)
+
+    def integrate(self) -> None:
+        """One semi-implicit Euler step from ``force`` (walls, fields, open sides); asynchronous."""
+        a = self.acceleration(self.step_index)
+        self._integrate(blocks(self.particle_count), (BLOCK,),
+                        (self.params, a[0], a[1], a[2], np.int32(self.step_index)))
+        self.step_index += 1
+
+    def morton_reorder(self) -> None:
+        """Permute every slot array along the Morton curve of the current positions; asynchronous."""
+        n = np.int32(self.particle_count)
+        self._morton(blocks(self.particle_count), (BLOCK,), (self.params, np.int32(MORTON_BITS), self.key))
+        self.morton_sorter.sort(self.key)
+        order = self.morton_sorter.sorted
+        for array in (self.pos, self.vel):
+            self._gather4(blocks(self.particle_count), (BLOCK,), (array, order, n, self._scratch4))
+            array[...] = self._scratch4
+        for array in (self.info, self.slot_to_model):
+            self._gather1(blocks(self.particle_count), (BLOCK,), (array.view(self.cp.uint32), order, n, self._scratch1))
+            array[...] = self._scratch1.view(array.dtype)
+
+    def slots_to_model_pairs(self, slot_pairs) -> np.ndarray:
+        """Model-index pairs (i < j), int32 (P, 2), rows sorted, from slot pairs (cupy int32 (P, 2))."""
+        model = self.slot_to_model[slot_pairs.ravel()].reshape(-1, 2)
+        pairs = np.sort(model.get(), axis=1).astype(np.int32)
+        if pairs.shape[0] == 0:
+            return np.zeros((0, 2), np.int32)
+        return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
+
+
+class PhaseTimer:
+    """Build/detect/update times from CUDA events, read once at the end of ``Backend.step``."""
+
+    def __init__(self, cupy):
+        self.cp = cupy
+        self.marks: list[tuple[str, object, object]] = []
+
+    def mark(self, phase: str, start, end) -> None:
+        self.marks.append((phase, start, end))
+
+    def event(self):
+        event = self.cp.cuda.Event()
+        event.record()
+        return event
+
+    def collect(self, timings) -> None:
+        """Add the recorded phases to ``timings`` (waits for the last event)."""
+        if not self.marks:
+            return
+        self.marks[-1][2].synchronize()
+        for phase, start, end in self.marks:
+            seconds = self.cp.cuda.get_elapsed_time(start, end) * 1e-3
+            setattr(timings, phase, getattr(timings, phase) + seconds)
+        self.marks.clear()

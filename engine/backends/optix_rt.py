@@ -1,0 +1,255 @@
+"""OptiX backend: Mochi's collision detection with GPU ray tracing (kernels/optix_dem.cu).
+
+Each particle has a proxy, an AABB of edge 4·r (twice its radius), in a custom-primitive GAS built
+with ``ALLOW_UPDATE``. Each step, on the GPU and without a host synchronisation:
+
+1. build: the proxies follow the particles (``dem_proxy_aabbs``) and the GAS is refit; every
+   ``physics.rebuild_interval`` steps the slots are first reordered along a Morton curve (coherent
+   rays) and the GAS is rebuilt from scratch;
+2. detect: a point ray from every centre (tmin 0, a tiny tmax) walks the BVH; the intersection
+   program tests |c_i − c_j| ≤ r_i + r_j, resolves each pair once (from the smaller sphere, the
+   smaller slot on ties) and accumulates the contact forces with atomics; it never reports an
+   intersection, so any-hit and closest-hit never run;
+3. update: walls, fields and semi-implicit Euler (kernels/dem_common.cu ``dem_integrate``).
+
+Refitting keeps the proxies exact, so the contacts are exact every step; rebuilding only restores
+the BVH's quality. Float atomics make the summation order, and so the last bits of a trajectory,
+vary from run to run (unlike the CPU and CUDA grid backends).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Backend, StepTimings
+from .gpu_runtime import (BLOCK, OPTIX_DEM_PARAMS_DTYPE, DeviceParticles, GpuUnavailable, PhaseTimer, blocks,
+                          compile_ptx, cuda_include_dirs, device_summary, import_cupy, import_optix,
+                          kernel_source, raw_module)
+from ..model import Model
+from ..state import State
+
+#: Length of the point rays relative to the smallest radius (any positive length works: the proxy
+#: test happens at the ray origin).
+RAY_TMAX_FRACTION = 1e-6
+
+
+def optix_include_dir(optix) -> str:
+    """The OptiX headers shipped in the pyoptix-contrib wheel (optix/include)."""
+    from pathlib import Path
+
+    path = Path(optix.__file__).resolve().parent / "include"
+    if not (path / "optix.h").is_file():
+        raise GpuUnavailable(f"The optix package at {path.parent} ships no OptiX headers (optix/include/optix.h).")
+    return str(path)
+
+
+class OptixPipeline:
+    """Context, module, program groups, pipeline and SBT of kernels/optix_dem.cu (one line per stage)."""
+
+    def __init__(self, optix, cupy):
+        self.optix = optix
+        self.cp = cupy
+        self.log: list[str] = []
+        _, (major, minor) = device_summary(cupy)
+        self.context = optix.deviceContextCreate(0, optix.DeviceContextOptions(
+            logCallbackFunction=lambda level, tag, message: self.log.append(f"[{level}][{tag}] {message}"),
+            logCallbackLevel=3))
+        self.compile_options = optix.PipelineCompileOptions(
+            usesMotionBlur=False,
+            traversableGraphFlags=int(optix.TRAVERSABLE_GRAPH_FLAG_ALLOW_SINGLE_GAS),
+            numPayloadValues=3,
+            numAttributeValues=2,
+            exceptionFlags=int(optix.EXCEPTION_FLAG_NONE),
+            pipelineLaunchParamsVariableName="params",
+            usesPrimitiveTypeFlags=int(optix.PRIMITIVE_TYPE_FLAGS_CUSTOM))
+        ptx = compile_ptx(kernel_source("optix_dem.cu"),
+                          ["-std=c++17", f"-arch=compute_{major}{minor}", "-lineinfo",
+                           f"-I{optix_include_dir(optix)}", *(f"-I{d}" for d in cuda_include_dirs())],
+                          name="optix_dem.cu")
+        self.module = self._module(ptx)
+        self.groups = self._program_groups()
+        self.pipeline = self._pipeline()
+        self.sbt, self._sbt_buffers = self._sbt()
+
+    def _module(self, ptx: bytes):
+        optix = self.optix
+        options = optix.ModuleCompileOptions(maxRegisterCount=optix.COMPILE_DEFAULT_MAX_REGISTER_COUNT,
+                                             optLevel=optix.COMPILE_OPTIMIZATION_DEFAULT,
+                                             debugLevel=optix.COMPILE_DEBUG_LEVEL_DEFAULT)
+        module, log = self.context.moduleCreate(options, self.compile_options, ptx)
+        if log:
+            self.log.append(log)
+        return module
+
+    def _program_groups(self):
+        optix = self.optix
+        raygen = optix.ProgramGroupDesc()
+        raygen.raygenModule = self.module
+        raygen.raygenEntryFunctionName = "__raygen__dem"
+        miss = optix.ProgramGroupDesc()
+        miss.missModule = self.module
+        miss.missEntryFunctionName = "__miss__dem"
+        hit = optix.ProgramGroupDesc()
+        hit.hitgroupModuleIS = self.module
+        hit.hitgroupEntryFunctionNameIS = "__intersection__dem"
+        groups = []
+        for desc in (raygen, miss, hit):
+            created, log = self.context.programGroupCreate([desc])
+            groups.append(created[0])
+        return groups
+
+    def _pipeline(self):
+        optix = self.optix
+        link = optix.PipelineLinkOptions()
+        link.maxTraceDepth = 1
+        pipeline = self.context.pipelineCreate(self.compile_options, link, self.groups, "")
+        sizes = optix.StackSizes()
+        for group in self.groups:
+            optix.util.accumulateStackSizes(group, sizes, pipeline)
+        from_traversal, from_state, continuation = optix.util.computeStackSizes(sizes, 1, 0, 0)
+        pipeline.setStackSize(from_traversal, from_state, continuation, 1)
+        return pipeline
+
+    def _sbt(self):
+        optix, cp = self.optix, self.cp
+        record = np.dtype({"names": ["header"], "formats": [f"{optix.SBT_RECORD_HEADER_SIZE}B"],
+                           "itemsize": max(optix.SBT_RECORD_HEADER_SIZE, optix.SBT_RECORD_ALIGNMENT)}, align=True)
+        buffers = []
+        for group in self.groups:
+            host = np.zeros(1, record)
+            optix.sbtRecordPackHeader(group, host)
+            buffers.append(cp.asarray(host.view(np.uint8)))
+        sbt = optix.ShaderBindingTable(
+            raygenRecord=buffers[0].data.ptr,
+            missRecordBase=buffers[1].data.ptr, missRecordStrideInBytes=record.itemsize, missRecordCount=1,
+            hitgroupRecordBase=buffers[2].data.ptr, hitgroupRecordStrideInBytes=record.itemsize,
+            hitgroupRecordCount=1)
+        return sbt, buffers
+
+
+class BackendOptix(Backend):
+    """The paper's ray-traced DEM through OptiX (pyoptix-contrib) and CuPy. See the module docstring."""
+
+    name = "optix"
+
+    def __init__(self, model: Model):
+        super().__init__(model)
+        self.cp = import_cupy()
+        self.optix = import_optix()
+        cp, optix = self.cp, self.optix
+        n = model.particle_count
+        self.particles = DeviceParticles(model)
+        self.rt = OptixPipeline(optix, cp)
+        self.aabb = cp.zeros((n, 6), cp.float32)
+        self.accel_options = {
+            op: optix.AccelBuildOptions(buildFlags=int(optix.BUILD_FLAG_ALLOW_UPDATE), operation=op)
+            for op in (optix.BUILD_OPERATION_BUILD, optix.BUILD_OPERATION_UPDATE)}
+        self.build_input = optix.BuildInputCustomPrimitiveArray(
+            aabbBuffers=[self.aabb.data.ptr], numPrimitives=n, flags=[optix.GEOMETRY_FLAG_DISABLE_ANYHIT],
+            numSbtRecords=1)
+        sizes = self.rt.context.accelComputeMemoryUsage([self.accel_options[optix.BUILD_OPERATION_BUILD]],
+                                                        [self.build_input])
+        self.gas = cp.zeros(sizes.outputSizeInBytes, cp.uint8)
+        self.temp = cp.zeros(max(sizes.tempSizeInBytes, sizes.tempUpdateSizeInBytes), cp.uint8)
+        self.handle = 0
+        self.host_params = np.zeros(1, OPTIX_DEM_PARAMS_DTYPE)
+        self.params = cp.zeros(OPTIX_DEM_PARAMS_DTYPE.itemsize, cp.uint8)
+        self.pair_capacity = max(16, 8 * n)
+        self.pairs = cp.zeros((self.pair_capacity, 2), cp.int32)
+        self.pair_count = cp.zeros(1, cp.uint32)
+        common = raw_module("dem_common.cu")
+        self._aabbs = common.get_function("dem_proxy_aabbs")
+        self._set_u64 = common.get_function("set_u64")
+        self.needs_rebuild = True
+        self.steps_since_rebuild = 0
+        self.timer = PhaseTimer(cp)
+        self._upload_params(mode=0)
+
+    def describe(self) -> str:
+        name, (major, minor) = device_summary(self.cp)
+        version = ".".join(str(v) for v in self.optix.version())
+        return f"optix (OptiX {version}, {name}, sm_{major}{minor}, CuPy {self.cp.__version__})"
+
+    def _upload_params(self, *, mode: int) -> None:
+        """Write the launch parameters (synchronous; only at set_state and for contact listing)."""
+        p = self.host_params[0]
+        p["dem"] = self.particles.host_params[0]
+        p["handle"] = self.handle
+        p["pairs"] = self.pairs.data.ptr
+        p["pair_count"] = self.pair_count.data.ptr
+        p["pair_capacity"] = self.pair_capacity
+        p["mode"] = mode
+        p["ray_tmax"] = RAY_TMAX_FRACTION * float(self.model.radius.min())
+        self.params.set(self.host_params.view(np.uint8))
+
+    def set_state(self, state: State) -> None:
+        self.particles.upload(state)
+        self.needs_rebuild = True
+
+    def get_state(self) -> State:
+        return self.particles.download()
+
+    def begin_frame(self) -> None:
+        """Nothing to do: refitting keeps the contacts exact (kept for the bake loop's interface)."""
+
+    def _update_gas(self, rebuild: bool) -> None:
+        """Move the proxies to the particles and refit (or rebuild) the GAS; asynchronous."""
+        optix = self.optix
+        p = self.particles
+        if rebuild:
+            p.morton_reorder()
+        self._aabbs(blocks(p.particle_count), (BLOCK,), (p.params, self.aabb))
+        op = optix.BUILD_OPERATION_BUILD if rebuild or self.handle == 0 else optix.BUILD_OPERATION_UPDATE
+        handle = self.rt.context.accelBuild(
+            self.cp.cuda.get_current_stream().ptr, [self.accel_options[op]], [self.build_input],
+            self.temp.data.ptr, self.temp.nbytes, self.gas.data.ptr, self.gas.nbytes, [])
+        if handle != self.handle:
+            self.handle = handle
+            offset = OPTIX_DEM_PARAMS_DTYPE.fields["handle"][1]
+            self._set_u64((1,), (1,), (self.params[offset:], np.uint64(handle)))
+
+    def _launch(self) -> None:
+        self.optix.launch(self.rt.pipeline, self.cp.cuda.get_current_stream().ptr, self.params.data.ptr,
+                          OPTIX_DEM_PARAMS_DTYPE.itemsize, self.rt.sbt, self.particles.particle_count, 1, 1)
+
+    def step(self, count: int) -> StepTimings:
+        physics = self.model.physics
+        p = self.particles
+        timings = StepTimings()
+        for _ in range(count):
+            e0 = self.timer.event()
+            rebuild = self.needs_rebuild or self.steps_since_rebuild >= physics.rebuild_interval
+            self._update_gas(rebuild)
+            if rebuild:
+                self.needs_rebuild = False
+                self.steps_since_rebuild = 0
+                timings.rebuilds += 1
+            e1 = self.timer.event()
+            p.force.fill(0)
+            self._launch()
+            e2 = self.timer.event()
+            p.integrate()
+            e3 = self.timer.event()
+            self.timer.mark("build_s", e0, e1)
+            self.timer.mark("detect_s", e1, e2)
+            self.timer.mark("update_s", e2, e3)
+            self.steps_since_rebuild += 1
+            timings.steps += 1
+        self.timer.collect(timings)
+        return timings
+
+    def contact_pairs(self) -> np.ndarray:
+        cp = self.cp
+        self._update_gas(self.needs_rebuild)
+        self.needs_rebuild = False
+        while True:
+            self.pair_count.fill(0)
+            self._upload_params(mode=1)
+            self._launch()
+            total = int(self.pair_count.get()[0])
+            if total <= self.pair_capacity:
+                pairs = self.particles.slots_to_model_pairs(self.pairs[:total])
+                self._upload_params(mode=0)
+                return pairs
+            self.pair_capacity = int(total * 1.25) + 16
+            self.pairs = cp.zeros((self.pair_capacity, 2), cp.int32)

@@ -1,0 +1,235 @@
+// Kernels shared by the CUDA grid and the OptiX backends: integration with walls and fields, the
+// deterministic bucket sort (used for the hashed grid and the Morton reorder), slot permutations and
+// the AABBs of the OptiX proxies. Launchers: engine/backends/gpu_runtime.py.
+#include "dem_math.cuh"
+
+// Wall contacts, fields, semi-implicit Euler, open-side exits, NaN/speed bookkeeping: the same
+// per-particle update as engine/backends/cpu_kernels.integrate. (ax, ay, az) is gravity plus the
+// uniform/rotating fields at t = step·dt [m/s²]; step is the global index of the step being taken.
+extern "C" __global__ void dem_integrate(const DemParams* __restrict__ params, float ax, float ay, float az,
+                                         int step) {
+    const DemParams& P = *params;
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= P.particle_count) return;
+    unsigned int info = P.info[i];
+    if (!(info & DEM_INFO_ACTIVE)) return;
+    const float4 p = P.pos[i];
+    const float4 v = P.vel[i];
+    const float4 f = P.force[i];
+    const int material = (int)(info >> DEM_INFO_MATERIAL_SHIFT);
+    const float m = v.w;
+    float fx = f.x, fy = f.y, fz = f.z;
+    const double pc[3] = {(double)p.x, (double)p.y, (double)p.z};
+    for (int side = 0; side < 6; ++side) {
+        if (!(P.wall_mask & (1 << side))) continue;
+        const int axis = side >> 1;
+        const bool low = (side & 1) == 0;
+        const double gap = low ? pc[axis] - P.lo[axis] : P.hi[axis] - pc[axis];
+        const double overlap = (double)p.w - gap;
+        if (overlap < 0.0) continue;
+        const float sign = low ? 1.0f : -1.0f;
+        const float3 w = dem_contact(axis == 0 ? sign : 0.0f, axis == 1 ? sign : 0.0f, axis == 2 ? sign : 0.0f,
+                                     (float)overlap, v.x, v.y, v.z, m, P.stiffness, P.wall_beta[material],
+                                     P.wall_mu[material]);
+        fx += w.x;
+        fy += w.y;
+        fz += w.z;
+    }
+    float3 g = make_float3(0.0f, 0.0f, 0.0f);
+    if (P.field_count > 0) g = dem_field_acceleration(P, p.x, p.y, p.z);
+    const double dt = (double)P.dt;
+    const double vx = (double)v.x + ((double)fx / m + (double)ax + (double)g.x) * dt;
+    const double vy = (double)v.y + ((double)fy / m + (double)ay + (double)g.y) * dt;
+    const double vz = (double)v.z + ((double)fz / m + (double)az + (double)g.z) * dt;
+    const float4 v_new = make_float4((float)vx, (float)vy, (float)vz, m);
+    // Positions advance with the float32-rounded velocity, as the CPU backend does.
+    const float4 p_new = make_float4((float)(pc[0] + (double)v_new.x * dt), (float)(pc[1] + (double)v_new.y * dt),
+                                     (float)(pc[2] + (double)v_new.z * dt), p.w);
+    P.vel[i] = v_new;
+    P.pos[i] = p_new;
+    const double speed2 = vx * vx + vy * vy + vz * vz;
+    if (!(isfinite(speed2) && isfinite(p_new.x + p_new.y + p_new.z))) {
+        atomicMin(P.diag + DEM_DIAG_FIRST_NAN_STEP, step + 1);
+        return;
+    }
+    if (speed2 > (double)P.speed_limit2) atomicMin(P.diag + DEM_DIAG_FIRST_FAST_STEP, step + 1);
+    atomicMax(P.diag + DEM_DIAG_MAX_SPEED2, __float_as_int((float)speed2));
+    const float pn[3] = {p_new.x, p_new.y, p_new.z};
+    for (int axis = 0; axis < 3; ++axis) {
+        if ((!(P.wall_mask & (1 << (2 * axis))) && (double)pn[axis] < P.lo[axis]) ||
+            (!(P.wall_mask & (1 << (2 * axis + 1))) && (double)pn[axis] > P.hi[axis])) {
+            info &= ~DEM_INFO_ACTIVE;
+        }
+    }
+    P.info[i] = info;
+}
+
+// Morton key of every slot over the domain box, bits_per_axis ≤ 10 bits per axis; inactive slots get
+// the last key (1 << 3·bits_per_axis) so they sort to the end.
+extern "C" __global__ void dem_morton_keys(const DemParams* __restrict__ params, int bits_per_axis,
+                                           unsigned int* __restrict__ key) {
+    const DemParams& P = *params;
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= P.particle_count) return;
+    if (!(P.info[i] & DEM_INFO_ACTIVE)) {
+        key[i] = 1u << (3 * bits_per_axis);
+        return;
+    }
+    const float4 p = P.pos[i];
+    const float pc[3] = {p.x, p.y, p.z};
+    const float top = (float)((1 << bits_per_axis) - 1);
+    unsigned int q[3];
+    for (int axis = 0; axis < 3; ++axis) {
+        const double u = ((double)pc[axis] - P.lo[axis]) / (P.hi[axis] - P.lo[axis]);
+        q[axis] = (unsigned int)fminf(fmaxf((float)u * (top + 1.0f), 0.0f), top);
+    }
+    key[i] = (dem_spread_bits(q[0]) << 2) | (dem_spread_bits(q[1]) << 1) | dem_spread_bits(q[2]);
+}
+
+// Deterministic stable bucket sort of n items by key < bucket_count: count (each item keeps the
+// rank its atomic increment returned), prefix sum (below), scatter to start + rank, and an insertion
+// sort inside each bucket that restores item order (the atomics hand out ranks in any order).
+extern "C" __global__ void bucket_count(const unsigned int* __restrict__ key, int n, unsigned int* __restrict__ count,
+                                        unsigned int* __restrict__ rank) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) rank[i] = atomicAdd(count + key[i], 1u);
+}
+
+// Inclusive prefix sum of count[0..n) into out[1..n] (out[0] = 0 is left to the caller), in three
+// launches: scan_blocks (each block scans SCAN_ITEMS items and writes its total to block_sum),
+// scan_block_sums (one block turns the totals into exclusive offsets), add_block_offsets.
+#define SCAN_THREADS 256
+#define SCAN_PER_THREAD 4
+#define SCAN_ITEMS (SCAN_THREADS * SCAN_PER_THREAD)
+
+__device__ __forceinline__ unsigned int block_exclusive_scan(unsigned int value, unsigned int* total) {
+    __shared__ unsigned int warp_sums[SCAN_THREADS / 32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    unsigned int inclusive = value;
+    for (int offset = 1; offset < 32; offset <<= 1) {
+        const unsigned int up = __shfl_up_sync(0xffffffffu, inclusive, offset);
+        if (lane >= offset) inclusive += up;
+    }
+    if (lane == 31) warp_sums[warp] = inclusive;
+    __syncthreads();
+    if (warp == 0) {
+        unsigned int w = lane < SCAN_THREADS / 32 ? warp_sums[lane] : 0u;
+        for (int offset = 1; offset < 32; offset <<= 1) {
+            const unsigned int up = __shfl_up_sync(0xffffffffu, w, offset);
+            if (lane >= offset) w += up;
+        }
+        if (lane < SCAN_THREADS / 32) warp_sums[lane] = w;  // inclusive over warps
+    }
+    __syncthreads();
+    const unsigned int before = warp > 0 ? warp_sums[warp - 1] : 0u;
+    *total = warp_sums[SCAN_THREADS / 32 - 1];
+    return before + inclusive - value;
+}
+
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS) scan_blocks(const unsigned int* __restrict__ count, int n,
+                                                                       unsigned int* __restrict__ out,
+                                                                       unsigned int* __restrict__ block_sum) {
+    const long long base = (long long)blockIdx.x * SCAN_ITEMS + (long long)threadIdx.x * SCAN_PER_THREAD;
+    unsigned int items[SCAN_PER_THREAD];
+    unsigned int local = 0;
+#pragma unroll
+    for (int k = 0; k < SCAN_PER_THREAD; ++k) {
+        items[k] = base + k < n ? count[base + k] : 0u;
+        local += items[k];
+    }
+    unsigned int total;
+    unsigned int running = block_exclusive_scan(local, &total);
+#pragma unroll
+    for (int k = 0; k < SCAN_PER_THREAD; ++k) {
+        running += items[k];
+        if (base + k < n) out[base + k + 1] = running;
+    }
+    if (threadIdx.x == 0) block_sum[blockIdx.x] = total;
+}
+
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS) scan_block_sums(unsigned int* __restrict__ block_sum, int count) {
+    const int per_thread = (count + SCAN_THREADS - 1) / SCAN_THREADS;
+    const int first = threadIdx.x * per_thread;
+    unsigned int local = 0;
+    for (int k = first; k < min(first + per_thread, count); ++k) local += block_sum[k];
+    unsigned int total;
+    unsigned int running = block_exclusive_scan(local, &total);
+    for (int k = first; k < min(first + per_thread, count); ++k) {
+        const unsigned int value = block_sum[k];
+        block_sum[k] = running;
+        running += value;
+    }
+}
+
+extern "C" __global__ void add_block_offsets(unsigned int* __restrict__ out, int n,
+                                             const unsigned int* __restrict__ block_offset) {
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i + 1] += block_offset[i / SCAN_ITEMS];
+}
+
+extern "C" __global__ void bucket_scatter(const unsigned int* __restrict__ key, int n,
+                                          const unsigned int* __restrict__ start, const unsigned int* __restrict__ rank,
+                                          int* __restrict__ sorted) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) sorted[start[key[i]] + rank[i]] = i;
+}
+
+extern "C" __global__ void bucket_order(const unsigned int* __restrict__ start, int bucket_count,
+                                        int* __restrict__ sorted) {
+    const int b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= bucket_count) return;
+    const unsigned int lo = start[b], hi = start[b + 1];
+    for (unsigned int a = lo + 1; a < hi; ++a) {
+        const int item = sorted[a];
+        unsigned int c = a;
+        while (c > lo && sorted[c - 1] > item) {
+            sorted[c] = sorted[c - 1];
+            --c;
+        }
+        sorted[c] = item;
+    }
+}
+
+// dst[k] = src[order[k]] for the per-slot arrays (Morton reorder at rebuilds).
+extern "C" __global__ void gather_float4(const float4* __restrict__ src, const int* __restrict__ order, int n,
+                                         float4* __restrict__ dst) {
+    const int k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k < n) dst[k] = src[order[k]];
+}
+
+extern "C" __global__ void gather_u32(const unsigned int* __restrict__ src, const int* __restrict__ order, int n,
+                                      unsigned int* __restrict__ dst) {
+    const int k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k < n) dst[k] = src[order[k]];
+}
+
+// AABBs of the OptiX proxies: a cube of edge 4·r (twice the radius), grown by a relative and an
+// absolute margin so float32 rounding of the box never loses a touching pair (the intersection
+// program's exact test removes the extra candidates). Inactive particles get an inverted (empty) box.
+extern "C" __global__ void dem_proxy_aabbs(const DemParams* __restrict__ params, float* __restrict__ aabb) {
+    const DemParams& P = *params;
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= P.particle_count) return;
+    const float4 p = P.pos[i];
+    float* box = aabb + 6 * i;
+    if (!(P.info[i] & DEM_INFO_ACTIVE)) {
+        box[0] = box[1] = box[2] = 1.0f;
+        box[3] = box[4] = box[5] = -1.0f;
+        return;
+    }
+    const float ax = fabsf(p.x), ay = fabsf(p.y), az = fabsf(p.z);
+    const float slack = 2.0f * p.w * 1.0e-4f + 4.0f * 1.1920929e-7f * fmaxf(ax, fmaxf(ay, az));
+    const float h = 2.0f * p.w + slack;
+    box[0] = p.x - h;
+    box[1] = p.y - h;
+    box[2] = p.z - h;
+    box[3] = p.x + h;
+    box[4] = p.y + h;
+    box[5] = p.z + h;
+}
+
+// Writes one 64-bit value into device memory without a host copy (the OptiX traversable handle in
+// the launch parameters after a rebuild).
+extern "C" __global__ void set_u64(unsigned long long* __restrict__ target, unsigned long long value) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) *target = value;
+}

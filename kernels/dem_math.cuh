@@ -1,0 +1,138 @@
+// Device functions shared by kernels/dem_common.cu, kernels/grid.cu and kernels/optix_dem.cu:
+// the contact law of engine/contact_law.py, the pair test, the field table of engine/fields.py, and
+// the cell/hash/Morton helpers. Included, not compiled on its own.
+#pragma once
+#include "dem_params.h"
+
+#define DEM_INT_MAX 2147483647
+
+// The pair test in double, from float32 inputs, so that every backend agrees with the CPU reference
+// (which tests in float64) even for spheres that touch exactly (lattices).
+struct DemPair {
+    double dx, dy, dz;  // x_i − x_j [m]
+    double d2;          // |x_i − x_j|² [m²]
+    double reach;       // r_i + r_j [m]
+};
+
+__device__ __forceinline__ bool dem_touch(const float4 a, const float4 b, DemPair& p) {
+    p.dx = (double)a.x - (double)b.x;
+    p.dy = (double)a.y - (double)b.y;
+    p.dz = (double)a.z - (double)b.z;
+    p.reach = (double)a.w + (double)b.w;
+    // Explicit roundings: no fused multiply-add, so the sum is rounded exactly as numpy/numba do it.
+    p.d2 = __dadd_rn(__dadd_rn(__dmul_rn(p.dx, p.dx), __dmul_rn(p.dy, p.dy)), __dmul_rn(p.dz, p.dz));
+    return p.d2 <= __dmul_rn(p.reach, p.reach);
+}
+
+// Force on i of the linear spring-dashpot with regularised Coulomb friction (engine.contact_law);
+// float32 arithmetic. n is the unit normal from j to i, overlap δ ≥ 0, dv = v_i − v_j.
+__device__ __forceinline__ float3 dem_contact(float nx, float ny, float nz, float overlap,
+                                                    float dvx, float dvy, float dvz, float m_eff,
+                                                    float stiffness, float beta, float mu) {
+    const float root = sqrtf(m_eff * stiffness);
+    const float v_n = dvx * nx + dvy * ny + dvz * nz;
+    const float f_n = stiffness * overlap - 2.0f * beta * root * v_n;
+    float3 f = make_float3(f_n * nx, f_n * ny, f_n * nz);
+    const float tx = dvx - v_n * nx, ty = dvy - v_n * ny, tz = dvz - v_n * nz;
+    const float speed_t = sqrtf(tx * tx + ty * ty + tz * tz);
+    if (speed_t > 0.0f) {
+        const float f_t = fminf(2.0f * root * speed_t, mu * fmaxf(f_n, 0.0f)) / speed_t;
+        f.x -= f_t * tx;
+        f.y -= f_t * ty;
+        f.z -= f_t * tz;
+    }
+    return f;
+}
+
+// Force on particle i from touching particle j (p from dem_touch). Exactly antisymmetric: swapping i
+// and j negates every input that carries a direction, and IEEE negation is exact. Coincident centres
+// have no normal: ±x, with tie_sign = +1 on one side of the pair and −1 on the other.
+__device__ __forceinline__ float3 dem_pair_force(const DemParams& P, const DemPair& p,
+                                                 const float4 vi, const float4 vj,
+                                                 unsigned int info_i, unsigned int info_j, float tie_sign) {
+    const double dist = sqrt(p.d2);
+    float nx = tie_sign, ny = 0.0f, nz = 0.0f;
+    if (dist > 0.0) {
+        nx = (float)(p.dx / dist);
+        ny = (float)(p.dy / dist);
+        nz = (float)(p.dz / dist);
+    }
+    const int mi = (int)(info_i >> DEM_INFO_MATERIAL_SHIFT), mj = (int)(info_j >> DEM_INFO_MATERIAL_SHIFT);
+    const int k = mi * P.material_count + mj;
+    const float m_eff = vi.w * vj.w / (vi.w + vj.w);
+    return dem_contact(nx, ny, nz, (float)(p.reach - dist), vi.x - vj.x, vi.y - vj.y, vi.z - vj.z, m_eff,
+                       P.stiffness, P.beta[k], P.mu[k]);
+}
+
+// Vortex and sampled fields at (x, y, z) [m/s²] (table layout in engine/fields.py).
+__device__ inline float3 dem_field_acceleration(const DemParams& P, float x, float y, float z) {
+    float3 a = make_float3(0.0f, 0.0f, 0.0f);
+    for (int f = 0; f < P.field_count; ++f) {
+        const float* row = P.field_table + 16 * f;
+        const int kind = (int)row[0];
+        if (kind == 2) {  // vortex
+            const float rx = x - row[1], ry = y - row[2], rz = z - row[3];
+            const float ux = row[4], uy = row[5], uz = row[6];
+            const float along = rx * ux + ry * uy + rz * uz;
+            const float px = rx - along * ux, py = ry - along * uy, pz = rz - along * uz;
+            const float rho = sqrtf(px * px + py * py + pz * pz);
+            if (rho > 0.0f) {
+                const float core = row[8];
+                const float profile = rho < core ? rho / core : core / rho;
+                const float scale = row[7] * profile / rho;
+                a.x += scale * (uy * pz - uz * py);
+                a.y += scale * (uz * px - ux * pz);
+                a.z += scale * (ux * py - uy * px);
+            }
+        } else if (kind == 3) {  // sampled, trilinear
+            const int offset = (int)row[1];
+            const int nx = (int)row[2], ny = (int)row[3], nz = (int)row[4];
+            const float u = (x - row[5]) / (row[8] - row[5]) * (float)(nx - 1);
+            const float v = (y - row[6]) / (row[9] - row[6]) * (float)(ny - 1);
+            const float w = (z - row[7]) / (row[10] - row[7]) * (float)(nz - 1);
+            if (!(u >= 0.0f && v >= 0.0f && w >= 0.0f && u <= nx - 1 && v <= ny - 1 && w <= nz - 1)) continue;
+            const int i0 = min((int)u, nx - 2), j0 = min((int)v, ny - 2), k0 = min((int)w, nz - 2);
+            const float fu = u - i0, fv = v - j0, fw = w - k0;
+            for (int corner = 0; corner < 8; ++corner) {
+                const int di = corner >> 2, dj = (corner >> 1) & 1, dk = corner & 1;
+                const float weight = (di ? fu : 1.0f - fu) * (dj ? fv : 1.0f - fv) * (dk ? fw : 1.0f - fw) * row[11];
+                const int base = offset + (((i0 + di) * ny + (j0 + dj)) * nz + (k0 + dk)) * 3;
+                a.x += weight * P.field_grid[base];
+                a.y += weight * P.field_grid[base + 1];
+                a.z += weight * P.field_grid[base + 2];
+            }
+        }
+    }
+    return a;
+}
+
+// Integer cell coordinate of x for cells of edge 1/inv_h; NaN and huge values are clamped so the
+// conversion is defined.
+__device__ __forceinline__ int dem_cell_coord(float x, float inv_h) {
+    const float c = floorf(x * inv_h);
+    return (int)fminf(fmaxf(c, -1.0e9f), 1.0e9f);
+}
+
+__device__ __forceinline__ int3 dem_cell(const float4 p, float inv_h) {
+    return make_int3(dem_cell_coord(p.x, inv_h), dem_cell_coord(p.y, inv_h), dem_cell_coord(p.z, inv_h));
+}
+
+// Bucket of a cell: the grid folded onto a periodic block of 2^bits cells along each axis, z fastest.
+// Unlike a scrambling hash this keeps neighbouring cells in neighbouring buckets, so the three cells
+// along z around a particle are one contiguous run of the sorted slots.
+__device__ __forceinline__ unsigned int dem_cell_bucket(int3 c, const DemParams& P) {
+    const unsigned int mx = (1u << P.grid_bits_x) - 1u, my = (1u << P.grid_bits_y) - 1u;
+    const unsigned int mz = (1u << P.grid_bits_z) - 1u;
+    return (((((unsigned int)c.x & mx) << P.grid_bits_y) | ((unsigned int)c.y & my)) << P.grid_bits_z) |
+           ((unsigned int)c.z & mz);
+}
+
+// Spread the low 10 bits of v so that two zero bits separate each (Morton interleave).
+__device__ __forceinline__ unsigned int dem_spread_bits(unsigned int v) {
+    v &= 0x3ffu;
+    v = (v | (v << 16)) & 0x030000ffu;
+    v = (v | (v << 8)) & 0x0300f00fu;
+    v = (v | (v << 4)) & 0x030c30c3u;
+    v = (v | (v << 2)) & 0x09249249u;
+    return v;
+}

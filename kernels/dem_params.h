@@ -1,0 +1,62 @@
+// Launch-parameter structs shared by the host (engine/backends/gpu_runtime.py mirrors them as numpy
+// dtypes; tests/engine/test_kernels_compile.py checks sizes and offsets) and every kernel in kernels/.
+//
+// Particles live in "slot" order on the device: the backends reorder them along a Morton curve at
+// rebuilds and keep slot_to_model to hand states back in the model's order.
+#pragma once
+
+#if !defined(__CUDACC_RTC__)
+#include <vector_types.h>
+#endif
+
+// Bits of DemParams::info[slot].
+#define DEM_INFO_ACTIVE 1u
+#define DEM_INFO_MATERIAL_SHIFT 8
+
+// Entries of DemParams::diag (int32), written by the integrator, read by get_state().
+#define DEM_DIAG_FIRST_NAN_STEP 0   // first step (1-based, after the update) with a NaN; INT_MAX if none
+#define DEM_DIAG_FIRST_FAST_STEP 1  // first step with a speed above the limit; INT_MAX if none
+#define DEM_DIAG_MAX_SPEED2 2       // largest speed² seen, as the bits of a non-negative float
+#define DEM_DIAG_COUNT 4
+
+// Everything the contact, field and integration code reads; uploaded once per set_state.
+struct DemParams {
+    float4* pos;                // (n,) x, y, z [m], w = radius [m]
+    float4* vel;                // (n,) vx, vy, vz [m/s], w = mass [kg]
+    float4* force;              // (n,) contact force fx, fy, fz [N], w unused
+    unsigned int* info;         // (n,) DEM_INFO_ACTIVE | material << DEM_INFO_MATERIAL_SHIFT
+    const float* beta;          // (M, M) normal damping ratio per material pair
+    const float* mu;            // (M, M) friction coefficient per material pair
+    const float* wall_beta;     // (M,)
+    const float* wall_mu;       // (M,)
+    const float* field_table;   // (F, 16) engine.fields.pack_fields layout
+    const float* field_grid;    // sampled fields' vectors
+    int* diag;                  // (DEM_DIAG_COUNT,)
+    double lo[3];               // domain lower corner [m]
+    double hi[3];               // domain upper corner [m]
+    float stiffness;            // [N/m]
+    float dt;                   // [s]
+    float speed_limit2;         // [m²/s²]
+    int particle_count;
+    int material_count;
+    int field_count;
+    int wall_mask;              // bit s set when side s (engine.model.SIDES order) has a wall
+    float cell_size;            // grid cell edge [m] (CUDA grid backend)
+    float inv_cell_size;        // [1/m]
+    unsigned int table_mask;    // bucket count − 1 = 2^(grid_bits_x + grid_bits_y + grid_bits_z) − 1
+    unsigned int grid_bits_x;   // bits of a cell's bucket along x (cells repeat every 2^grid_bits_x)
+    unsigned int grid_bits_y;
+    unsigned int grid_bits_z;
+};
+
+// OptiX launch parameters (kernels/optix_dem.cu, pipelineLaunchParamsVariableName "params").
+struct OptixDemParams {
+    DemParams dem;
+    unsigned long long handle;  // OptixTraversableHandle of the GAS
+    int2* pairs;                // mode 1: contact pairs out (slots)
+    unsigned int* pair_count;   // mode 1: pairs found (may exceed pair_capacity)
+    unsigned int pair_capacity;
+    int mode;                   // 0: accumulate contact forces, 1: list contact pairs
+    float ray_tmax;             // length of the point rays [m]
+    int pad;
+};

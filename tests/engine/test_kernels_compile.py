@@ -1,0 +1,124 @@
+"""kernels/ compiles with nvcc (PTX, and OptiX-IR for the OptiX program) with warnings as errors, and
+the host mirrors of the launch-parameter structs match kernels/dem_params.h byte for byte.
+
+Runs wherever nvcc is installed (no GPU needed); skipped cleanly otherwise. The OptiX headers are the
+ones the pyoptix-contrib wheel ships under optix/include (found without importing optix, which needs a
+driver).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.backends.gpu_runtime import DEM_PARAMS_DTYPE, KERNEL_DIR, OPTIX_DEM_PARAMS_DTYPE, kernel_source
+
+NVCC = shutil.which("nvcc")
+pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+#: Oldest target NVRTC 13 accepts; the kernels must compile for every GPU the backends may meet.
+ARCH = "compute_75"
+WERROR = ["-Werror", "all-warnings"]
+
+
+def optix_include() -> Path | None:
+    spec = importlib.util.find_spec("optix")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(list(spec.submodule_search_locations)[0]) / "include"
+    return path if (path / "optix.h").is_file() else None
+
+
+def nvcc(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([NVCC, "-std=c++17", *args], capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("name", ["dem_common.cu", "grid.cu"])
+def test_cuda_kernels_compile_to_ptx(name, tmp_path):
+    # Compile the include-expanded text, which is exactly what NVRTC is given at run time.
+    source = tmp_path / name
+    source.write_text(kernel_source(name))
+    out = tmp_path / "out.ptx"
+    result = nvcc(f"-arch={ARCH}", "--ptx", *WERROR, "-o", str(out), str(source))
+    assert result.returncode == 0, result.stderr
+    ptx = out.read_text()
+    entries = set(re.findall(r"\.entry\s+(\w+)", ptx))
+    declared = set(re.findall(r'extern "C" __global__ void (?:__launch_bounds__\([^)]*\)\s*)?(\w+)',
+                              source.read_text()))
+    assert declared and declared <= entries
+
+
+def test_optix_program_compiles_to_optix_ir(tmp_path):
+    include = optix_include()
+    if include is None:
+        pytest.skip("pyoptix-contrib (OptiX headers under optix/include) is not installed")
+    out = tmp_path / "optix_dem.optixir"
+    result = nvcc(f"-arch={ARCH}", "-optix-ir", *WERROR, f"-I{include}", f"-I{KERNEL_DIR}", "-o", str(out),
+                  str(KERNEL_DIR / "optix_dem.cu"))
+    assert result.returncode == 0, result.stderr
+    assert out.stat().st_size > 1000
+
+
+def test_optix_program_compiles_to_ptx(tmp_path):
+    include = optix_include()
+    if include is None:
+        pytest.skip("pyoptix-contrib (OptiX headers under optix/include) is not installed")
+    out = tmp_path / "optix_dem.ptx"
+    result = nvcc(f"-arch={ARCH}", "--ptx", *WERROR, f"-I{include}", f"-I{KERNEL_DIR}", "-o", str(out),
+                  str(KERNEL_DIR / "optix_dem.cu"))
+    if result.returncode != 0:
+        # nvcc ≥ 13 checks PTX with the plain ptxas, which cannot know the OptiX intrinsics (resolved by
+        # OptiX's own compiler); those are the only errors accepted.
+        errors = [line for line in result.stderr.splitlines() if "error" in line]
+        assert errors and all("_optix_" in line for line in errors), result.stderr
+        assert "warning" not in result.stderr, result.stderr
+    ptx = out.read_text()
+    for entry in ("__raygen__dem", "__intersection__dem", "__miss__dem"):
+        assert re.search(rf"\.entry\s+{entry}\b", ptx), entry
+    assert "_optix_trace_typed_32" in ptx and "_optix_report_intersection" not in ptx
+
+
+def _host_layout(tmp_path: Path) -> dict[str, int]:
+    """sizeof/offsetof of the structs as the C++ compiler lays them out, printed by a host program."""
+    lines = ["#include <cstdio>", "#include <cstddef>", '#include "dem_params.h"', "int main() {"]
+    lines.append('std::printf("DemParams.size %zu\\n", sizeof(DemParams));')
+    for field in DEM_PARAMS_DTYPE.names:
+        lines.append(f'std::printf("DemParams.{field} %zu\\n", offsetof(DemParams, {field}));')
+    lines.append('std::printf("OptixDemParams.size %zu\\n", sizeof(OptixDemParams));')
+    for field in OPTIX_DEM_PARAMS_DTYPE.names:
+        lines.append(f'std::printf("OptixDemParams.{field} %zu\\n", offsetof(OptixDemParams, {field}));')
+    lines += ["return 0;", "}"]
+    source = tmp_path / "layout.cpp"
+    source.write_text("\n".join(lines))
+    exe = tmp_path / "layout"
+    result = subprocess.run([NVCC, "-x", "c++", "-std=c++17", f"-I{KERNEL_DIR}", "-o", str(exe), str(source)],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    printed = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+    return {name: int(value) for name, value in (line.split() for line in printed.splitlines())}
+
+
+def test_struct_mirrors_match_header(tmp_path):
+    layout = _host_layout(tmp_path)
+    for prefix, dtype in (("DemParams", DEM_PARAMS_DTYPE), ("OptixDemParams", OPTIX_DEM_PARAMS_DTYPE)):
+        assert layout[f"{prefix}.size"] == dtype.itemsize, prefix
+        for field in dtype.names:
+            assert layout[f"{prefix}.{field}"] == dtype.fields[field][1], f"{prefix}.{field}"
+    # Every member of the header is mirrored (a field added to the header alone must fail here).
+    header = (KERNEL_DIR / "dem_params.h").read_text()
+    for struct, dtype in (("DemParams", DEM_PARAMS_DTYPE), ("OptixDemParams", OPTIX_DEM_PARAMS_DTYPE)):
+        body = re.search(rf"struct {struct} \{{(.*?)\n\}};", header, re.S).group(1)
+        members = re.findall(r"^\s+[\w\s\*]+?[\s\*](\w+)(?:\[\d+\])?;", body, re.M)
+        assert members == list(dtype.names), struct
+
+
+def test_kernel_source_expands_local_includes_once():
+    text = kernel_source("grid.cu")
+    assert '#include "' not in text
+    assert text.count("struct DemParams {") == 1
+    assert np.dtype(DEM_PARAMS_DTYPE).itemsize % 8 == 0
