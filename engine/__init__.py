@@ -9,7 +9,26 @@ Public nouns (see docs/architecture in README):
     Simulation a model, a state and a backend that steps them (engine.simulation)
 """
 
+import os
+import sys
+from pathlib import Path
+
 __version__ = "0.1.0"
+
+
+def _numba_cache_folder() -> str:
+    """Where numba caches this package's compiled kernels.
+
+    Keyed by the package's import name: the same source files are imported as ``engine`` (pip,
+    tests), ``mochi.engine`` (addon/headless.py) and ``bl_ext.<repo>.mochi.engine`` (Blender), and a
+    numba cache written under one name fails to load under another.
+    """
+    base = os.environ.get("LOCALAPPDATA") if sys.platform == "win32" else os.environ.get("XDG_CACHE_HOME")
+    return str(Path(base or Path.home() / ".cache") / "mochi" / "numba" / __name__)
+
+
+if "numba" not in sys.modules:  # numba reads its configuration once, at import
+    os.environ.setdefault("NUMBA_CACHE_DIR", _numba_cache_folder())
 
 from .errors import MochiError  # noqa: E402  (re-exported: the one error users see)
 

@@ -84,6 +84,12 @@ def _clear_cache(folder: Path) -> None:
         path.unlink()
 
 
+def writer_fields() -> tuple[str, ...]:
+    """Manifest keys the cache writer owns (recomputed on every write)."""
+    return ("format", "format_version", "engine_version", "fps", "dt", "steps_per_frame", "particle_count",
+            "attributes", "frame_pattern", "frame_start", "frames_completed", "updated", "physics")
+
+
 def _empty_history(model) -> dict:
     return {"pair_i": np.zeros(0, np.int32), "pair_j": np.zeros(0, np.int32),
             "pair_spring": np.zeros((0, 3)), "wall_spring": np.zeros((model.particle_count, 6, 3))}
@@ -139,7 +145,9 @@ def _bake(setup, folder: Path, frames: int, backend_name: str, resume: bool, ove
     done = existing.get("frames_completed", 0) if existing else 0
     if resume and done >= 1:
         model, state, manifest = load_resume(folder)
-        info = {k: v for k, v in manifest.items() if k in ("scene", "preset", "backend_requested")} | info
+        # Keep what the bake's author recorded (scene, preset, add-on entries); engine fields are rewritten.
+        engine_keys = set(writer_fields()) | {"physics", "backend", "engine_version", "colliders"}
+        info = {k: v for k, v in manifest.items() if k not in engine_keys} | info
         start = done
         log(f"Resuming '{folder}' after frame {done}.")
     else:

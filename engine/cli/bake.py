@@ -22,7 +22,8 @@ def register(subparsers) -> None:
     p.add_argument("--frames", type=int, help="last frame to bake (frame 1 is the initial state); "
                                               "default: the preset's")
     p.add_argument("--particles", type=int, help="scale the preset to about this many particles")
-    p.add_argument("--backend", choices=BACKEND_NAMES, default="cpu", help="simulation backend (default cpu)")
+    p.add_argument("--backend", choices=BACKEND_NAMES, default=None,
+                   help="simulation backend (default: cpu for a preset, the scene's choice for a .blend)")
     p.add_argument("--resume", action="store_true", help="continue the cache in --out from its last frame")
     p.add_argument("--overwrite", action="store_true", help="replace an existing cache in --out")
     p.set_defaults(func=run)
@@ -32,7 +33,7 @@ def run(args) -> int:
     if args.scene.endswith(".blend"):
         from .blender_bridge import run_headless
 
-        extra = ["bake", args.scene, "--backend", args.backend]
+        extra = ["bake", args.scene] + (["--backend", args.backend] if args.backend else [])
         if args.out:
             extra += ["--out", args.out]
         if args.frames:
@@ -68,9 +69,10 @@ def run(args) -> int:
 
     began = time.perf_counter()
     try:
-        progress = bake(setup, out, frames=frames, backend=args.backend, resume=args.resume,
+        progress = bake(setup, out, frames=frames, backend=args.backend or "cpu", resume=args.resume,
                         overwrite=args.overwrite, on_frame=on_frame,
-                        info={"preset": str(Path(args.scene).resolve()), "particles_requested": args.particles},
+                        info={"preset": str(Path(args.scene).resolve()), "particles_requested": args.particles,
+                              "up_axis": "Y"},
                         log=lambda message: print(message, file=sys.stderr))
     finally:
         bar.close()

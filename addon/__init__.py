@@ -1,0 +1,54 @@
+"""The Blender side of Mochi, laid out by Blender role.
+
+properties/  Scene.mochi (simulation settings) and Object.mochi (role: particle source or domain box)
+operators/   Pack, Bake, Resume, Cancel, Free Bake, Open Cache Folder, Apply Preset
+ui/          Physics-tab panels, preset menu, status-bar progress
+snapshot.py  Blender → frozen settings (settings.py) in the main thread
+bake_job.py  the worker thread (no bpy); bake_monitor.py follows it from the main thread
+playback.py  geometry-nodes playback of a cache and pack previews
+cli.py       `blender -b scene.blend -c mochi bake|render-preview`; headless.py does the same from the bpy module
+
+Everything registered here is unregistered in ``unregister()``: classes, properties, the status-bar
+draw function, the file-load handler and the command-line command.
+"""
+
+import bpy
+
+from . import operators, properties, ui
+
+MODULES = (properties, operators, ui)
+
+_cli_handle = None
+
+
+@bpy.app.handlers.persistent
+def _stop_bake_before_load(*_args):
+    """A file is about to be loaded: the running bake belongs to the old one, so stop it cleanly."""
+    from .bake_job import stop_all
+
+    stop_all()
+
+
+def register():
+    global _cli_handle
+    for module in MODULES:
+        module.register()
+    bpy.app.handlers.load_pre.append(_stop_bake_before_load)
+    if hasattr(bpy.utils, "register_cli_command"):
+        from .cli import cli_command
+
+        _cli_handle = bpy.utils.register_cli_command("mochi", cli_command)
+
+
+def unregister():
+    global _cli_handle
+    from .bake_job import stop_all
+
+    stop_all()
+    if _cli_handle is not None:
+        bpy.utils.unregister_cli_command(_cli_handle)
+        _cli_handle = None
+    if _stop_bake_before_load in bpy.app.handlers.load_pre:
+        bpy.app.handlers.load_pre.remove(_stop_bake_before_load)
+    for module in reversed(MODULES):
+        module.unregister()

@@ -1,0 +1,138 @@
+"""The bake worker thread and the one bake that may run at a time (no bpy in this module).
+
+The main thread builds a ``BakeJob`` from a ``BakeSettings`` snapshot (or from nothing but the cache
+folder when resuming) and starts it; the worker packs the sources, assembles the engine scene and runs
+``engine.bake.bake``. The two threads share only the engine's ``BakeProgress``, a plain object the
+main thread polls from a timer (see ``addon.bake_monitor``).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import threading
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .settings import BakeSettings
+
+_FRAME_NUMBER = re.compile(r"frame_(\d+)\.ply$")
+
+#: The running bake, if any. A Blender session runs one bake at a time: two bakes would fight over
+#: the CPU cores (or the GPU) and the status bar can show only one.
+_current: "BakeJob | None" = None
+_lock = threading.Lock()
+
+
+@dataclass(eq=False)
+class BakeJob:
+    """One bake, run by a worker thread.
+
+    Attributes:
+        folder: Absolute cache folder.
+        frames: Total number of cache frames wanted (frame 1 is the initial state).
+        backend: Engine backend name.
+        settings: Scene snapshot, or None to resume the cache in ``folder``.
+        info: Extra manifest entries.
+        progress: The engine's progress object, shared with the main thread.
+    """
+
+    folder: Path
+    frames: int
+    backend: str
+    settings: BakeSettings | None
+    info: dict = field(default_factory=dict)
+    progress: object = None
+    thread: threading.Thread | None = field(default=None, repr=False)
+
+    @property
+    def resume(self) -> bool:
+        return self.settings is None
+
+    @property
+    def running(self) -> bool:
+        return self.thread is not None and self.thread.is_alive()
+
+    def last_frame_written(self) -> int:
+        """Number of the newest complete frame on disk, or 0."""
+        path = getattr(self.progress, "last_frame_path", None)
+        match = _FRAME_NUMBER.search(str(path)) if path else None
+        return int(match.group(1)) if match else 0
+
+    def request_cancel(self) -> None:
+        self.progress.request_cancel()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for the worker; True once it has stopped."""
+        if self.thread is not None:
+            self.thread.join(timeout)
+        return not self.running
+
+    def _run(self) -> None:
+        from ..engine.bake import bake
+        from ..engine.errors import MochiError
+        from .settings import setup_from_settings
+
+        try:
+            if self.resume:
+                bake(None, self.folder, frames=self.frames, backend=self.backend, resume=True,
+                     progress=self.progress, info=self.info)
+            else:
+                self.progress.message = "Packing the particle sources"
+                setup = setup_from_settings(self.settings)
+                bake(setup, self.folder, frames=self.frames, backend=self.backend,
+                     progress=self.progress, info=self.info)
+        except MochiError as exc:
+            self.progress.error = str(exc)
+        except Exception as exc:  # a bug: keep the traceback on the console, tell the user one line
+            traceback.print_exc(file=sys.stderr)
+            self.progress.error = f"The bake failed with an internal error ({type(exc).__name__}: {exc})."
+        finally:
+            self.progress.finished = True
+
+
+def current_job() -> BakeJob | None:
+    """The bake that is running or whose end the main thread has not collected yet."""
+    return _current
+
+
+def start_job(folder: Path, *, frames: int, backend: str, settings: BakeSettings | None,
+              info: dict | None = None) -> BakeJob:
+    """Start a bake in a worker thread.
+
+    Raises:
+        MochiError: a bake is already running.
+    """
+    global _current
+    from ..engine.bake import BakeProgress
+    from ..engine.errors import MochiError
+
+    with _lock:
+        if _current is not None:
+            raise MochiError("A Mochi bake is already running; cancel it or wait for it to finish.")
+        job = BakeJob(folder=Path(folder), frames=frames, backend=backend, settings=settings,
+                      info=dict(info or {}), progress=BakeProgress())
+        job.progress.frames_total = frames
+        job.thread = threading.Thread(target=job._run, name="mochi-bake", daemon=True)
+        _current = job
+    job.thread.start()
+    return job
+
+
+def release_job(job: BakeJob) -> None:
+    """Forget a finished job so that another bake may start."""
+    global _current
+    with _lock:
+        if _current is job:
+            _current = None
+
+
+def stop_all(timeout: float = 30.0) -> None:
+    """Cancel the running bake and wait for its worker (add-on disabled, file loaded, Blender quit)."""
+    job = _current
+    if job is None:
+        return
+    job.request_cancel()
+    job.join(timeout)
+    release_job(job)

@@ -1,0 +1,84 @@
+"""Command line of the add-on, shared by ``blender -b scene.blend -c mochi …`` and ``addon/headless.py``.
+
+``bake`` does what the Bake button does (same snapshot, worker thread and playback object), printing
+one line per frame, then saves the .blend so that it keeps its playback object. ``render-preview``
+renders one cached frame with Cycles into a PNG. Failures print one sentence and return 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import bpy
+
+from ..engine.errors import MochiError
+
+
+def build_parser(prog: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description="Mochi in Blender: bake a scene or render a cached frame.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    bake = commands.add_parser("bake", help="Bake the open .blend's Mochi simulation, as the Bake button does.")
+    bake.add_argument("--frames", type=int, default=None, help="Cache frames to bake (default: the scene's range).")
+    bake.add_argument("--resume", action="store_true", help="Continue the existing cache instead of starting over.")
+    bake.add_argument("--out", default=None,
+                      help="Cache folder (default: the scene's); it is stored in the scene as its cache folder.")
+    bake.add_argument("--backend", choices=("auto", "cpu", "cuda", "optix"), default=None,
+                      help="Backend (default: the scene's setting).")
+    preview = commands.add_parser("render-preview", help="Render one cached frame with Cycles into a PNG.")
+    preview.add_argument("cache", help="Cache folder (with manifest.json).")
+    preview.add_argument("--frame", type=int, default=1, help="Cache frame to render (1 = initial state).")
+    preview.add_argument("--out", required=True, help="PNG file to write.")
+    preview.add_argument("--samples", type=int, default=16, help="Cycles samples per pixel.")
+    preview.add_argument("--resolution", type=int, nargs=2, default=(640, 480), metavar=("W", "H"),
+                         help="Image size in pixels.")
+    return parser
+
+
+def bake_open_file(*, frames: int | None, resume: bool, backend: str | None, out: str | None = None,
+                   save: bool = True) -> int:
+    """Bake the scene of the open .blend; 0 on success, 1 when cancelled (Ctrl+C)."""
+    from .bake_monitor import run_blocking, start_bake
+
+    if out is not None:
+        bpy.context.scene.mochi.cache_directory = str(Path(out).resolve())
+
+    monitor = start_bake(bpy.context, resume=resume, frames=frames, backend=backend)
+    outcome = run_blocking(monitor, log=lambda line: print(line, flush=True))
+    if save and bpy.data.filepath and outcome.frames_written > 0:
+        bpy.ops.wm.save_mainfile()
+    if outcome.level == "ERROR":
+        raise MochiError(outcome.message)
+    print(f"mochi: {outcome.message}", flush=True)
+    return 0 if outcome.level == "INFO" else 1
+
+
+def render_preview(cache: str, *, frame: int, out: str, samples: int, resolution: tuple[int, int]) -> int:
+    """Render cache frame ``frame`` of ``cache`` into the PNG ``out`` in a fresh empty scene."""
+    from .preview_render import render_cache_frame
+
+    path = render_cache_frame(Path(cache), frame=frame, out=Path(out), samples=samples, resolution=resolution)
+    print(f"mochi: wrote {path}", flush=True)
+    return 0
+
+
+def run(argv: list[str], *, prog: str = "mochi") -> int:
+    """Parse and run; MochiError becomes one line on stderr and exit status 2."""
+    args = build_parser(prog).parse_args(argv)
+    try:
+        if args.command == "bake":
+            if not bpy.data.filepath:
+                raise MochiError("No .blend file is open; give it before the command, e.g. "
+                                 "blender -b scene.blend -c mochi bake.")
+            return bake_open_file(frames=args.frames, resume=args.resume, backend=args.backend, out=args.out)
+        return render_preview(args.cache, frame=args.frame, out=args.out, samples=args.samples,
+                              resolution=tuple(args.resolution))
+    except MochiError as exc:
+        print(f"mochi: error: {exc}", file=sys.stderr, flush=True)
+        return 2
+
+
+def cli_command(argv: list[str]) -> int:
+    """Handler registered with bpy.utils.register_cli_command('mochi', …)."""
+    return run(list(argv), prog="blender -b scene.blend -c mochi")

@@ -1,0 +1,129 @@
+"""Bake, Resume and Cancel: the engine runs in a worker thread, a timer-driven modal operator follows it."""
+
+from __future__ import annotations
+
+import bpy
+
+#: Seconds between two looks at the worker's progress.
+TIMER_STEP = 0.25
+
+
+def redraw_progress(context) -> None:
+    """Redraw the areas that show bake progress (properties editor, viewport, status bar)."""
+    screen = context.screen
+    if screen is None:
+        return
+    for area in screen.areas:
+        if area.type in {"PROPERTIES", "VIEW_3D", "STATUSBAR"}:
+            area.tag_redraw()
+
+
+class _BakeBase:
+    resume = False
+
+    _monitor = None
+    _timer = None
+
+    def _start(self, context):
+        from ...engine.errors import MochiError
+        from ..bake_monitor import start_bake
+
+        try:
+            return start_bake(context, resume=self.resume)
+        except MochiError as exc:
+            self.report({"ERROR"}, str(exc))
+            return None
+
+    def _end(self, context):
+        outcome = self._monitor.finish()
+        self.report({outcome.level}, outcome.message)
+        redraw_progress(context)
+        return {"FINISHED"} if outcome.level != "ERROR" else {"CANCELLED"}
+
+    def execute(self, context):
+        """Without a window (scripts, background mode): bake and wait, printing a line per frame."""
+        from ..bake_monitor import run_blocking
+
+        self._monitor = self._start(context)
+        if self._monitor is None:
+            return {"CANCELLED"}
+        outcome = run_blocking(self._monitor, log=print)
+        self.report({outcome.level}, outcome.message)
+        return {"FINISHED"} if outcome.level != "ERROR" else {"CANCELLED"}
+
+    def invoke(self, context, _event):
+        if context.window is None:
+            return self.execute(context)
+        self._monitor = self._start(context)
+        if self._monitor is None:
+            return {"CANCELLED"}
+        wm = context.window_manager
+        self._timer = wm.event_timer_add(TIMER_STEP, window=context.window)
+        wm.modal_handler_add(self)
+        return {"RUNNING_MODAL"}
+
+    def modal(self, context, event):
+        if event.type == "ESC" and event.value == "PRESS":
+            self._monitor.job.request_cancel()
+            return {"RUNNING_MODAL"}
+        if event.type != "TIMER":
+            return {"PASS_THROUGH"}  # the rest of the UI stays live while the worker bakes
+        done = self._monitor.poll()
+        redraw_progress(context)  # the panel and the status bar draw the progress (ui/)
+        if not done:
+            return {"PASS_THROUGH"}
+        context.window_manager.event_timer_remove(self._timer)
+        self._timer = None
+        return self._end(context)
+
+    def cancel(self, context):
+        """Blender ends the modal operator (file loaded, window closed): stop the worker too."""
+        if self._timer is not None:
+            context.window_manager.event_timer_remove(self._timer)
+            self._timer = None
+        if self._monitor is not None:
+            self._monitor.job.request_cancel()
+            self._monitor.job.join()
+            self._monitor.finish()
+
+
+class MOCHI_OT_bake(_BakeBase, bpy.types.Operator):
+    """Simulate the scene's particle sources in the background and write the cache frame by frame"""
+
+    bl_idname = "mochi.bake"
+    bl_label = "Bake"
+    bl_options = {"REGISTER"}
+
+
+class MOCHI_OT_bake_resume(_BakeBase, bpy.types.Operator):
+    """Continue the bake in the cache folder from its last complete frame up to the end frame"""
+
+    bl_idname = "mochi.bake_resume"
+    bl_label = "Resume"
+    bl_options = {"REGISTER"}
+    resume = True
+
+
+class MOCHI_OT_bake_cancel(bpy.types.Operator):
+    """Stop the running bake after the frame being computed; written frames are kept"""
+
+    bl_idname = "mochi.bake_cancel"
+    bl_label = "Cancel Bake"
+    bl_options = {"REGISTER"}
+
+    @classmethod
+    def poll(cls, _context):
+        from ..bake_job import current_job
+
+        return current_job() is not None
+
+    def execute(self, _context):
+        from ..bake_job import current_job
+
+        job = current_job()
+        job.request_cancel()
+        self.report({"INFO"}, "Cancelling the bake after the current frame.")
+        return {"FINISHED"}
+
+
+CLASSES = (MOCHI_OT_bake, MOCHI_OT_bake_resume, MOCHI_OT_bake_cancel)

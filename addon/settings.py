@@ -1,0 +1,185 @@
+"""Frozen snapshots of the Blender scene, and their translation into an engine scene.
+
+Nothing here imports bpy: ``addon.snapshot`` fills these dataclasses in Blender's main thread
+(geometry through ``foreach_get``), then the bake worker thread turns them into an engine
+``SceneSetup`` with ``setup_from_settings``. Coordinates are Blender world coordinates (Z up), one
+Blender unit being one metre.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+#: Manifest key telling playback which axis is up in a cache; Blender bakes are Z-up, engine presets Y-up.
+UP_AXIS_KEY = "up_axis"
+#: Manifest entries written by the add-on (kept when a bake is resumed).
+MANIFEST_INFO_KEYS = (UP_AXIS_KEY, "blender_scene", "blend_file", "frame_start_scene", "objects")
+
+
+@dataclass(frozen=True, eq=False)
+class SourceSettings:
+    """One particle source: a mesh to pack and the material of its grains.
+
+    Attributes:
+        name: Blender object name (shown in errors and stored in the cache manifest).
+        vertices: Mesh vertices in object space [m], shape (vertex_count, 3), float32.
+        triangles: Vertex indices of the triangulated faces, shape (triangle_count, 3), int32.
+        matrix_world: Object-to-world transform, shape (4, 4), float64.
+        radius: Sphere radius [m], or None when ``count`` is given.
+        count: Target number of spheres, or None when ``radius`` is given.
+        small_ratio: Smallest radius as a fraction of the largest (1 = one size).
+        shell_layers: 0 fills the volume; n > 0 keeps only n layers of spheres under the surface.
+        density: Grain density [kg/m³].
+        restitution: Normal coefficient of restitution in (0, 1].
+        friction: Coulomb friction coefficient.
+        linear_velocity: Initial velocity of the object's origin [m/s], (x, y, z).
+        angular_velocity: Initial angular velocity about the origin [rad/s], (x, y, z).
+        pivot: World position of the object's origin [m], (x, y, z).
+    """
+
+    name: str
+    vertices: np.ndarray
+    triangles: np.ndarray
+    matrix_world: np.ndarray
+    radius: float | None
+    count: int | None
+    small_ratio: float
+    shell_layers: int
+    density: float
+    restitution: float
+    friction: float
+    linear_velocity: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    angular_velocity: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    pivot: tuple[float, float, float] = (0.0, 0.0, 0.0)
+
+
+@dataclass(frozen=True)
+class DomainSettings:
+    """The simulation box, taken from the world bounding box of the domain object.
+
+    Attributes:
+        name: Blender object name.
+        lo: Lower corner [m].
+        hi: Upper corner [m].
+        open_sides: Sides without a wall, among engine.model.SIDES.
+        wall_restitution: Restitution of particle–wall contacts.
+        wall_friction: Friction coefficient of particle–wall contacts.
+    """
+
+    name: str
+    lo: tuple[float, float, float]
+    hi: tuple[float, float, float]
+    open_sides: tuple[str, ...]
+    wall_restitution: float
+    wall_friction: float
+
+
+@dataclass(frozen=True)
+class SimulationSettings:
+    """Scene-wide settings of a bake.
+
+    Attributes:
+        gravity: Gravity at the first frame [m/s²].
+        gravity_axis: Axis gravity turns about, or None for constant gravity.
+        gravity_rate: Turning rate [rad/s].
+        dt: Time step [s], or None for automatic.
+        substeps: Steps per frame, or None (automatic, or derived from ``dt``).
+        stiffness: Contact stiffness [N/m], or None for automatic.
+        rebuild_interval: Steps between two rebuilds of the collision structure.
+        backend: 'auto', 'cpu', 'cuda' or 'optix'.
+        fps: Frames per second of the scene [1/s].
+        frame_start: Scene frame that shows cache frame 1.
+        frame_count: Number of cache frames, the first being the initial state.
+        seed: Seed of every random choice (packing jitter, sizes).
+        cache_folder: Absolute path of the cache folder.
+        scene_name: Blender scene name (stored in the manifest).
+        blend_file: Path of the .blend, or "" when unsaved (stored in the manifest).
+    """
+
+    gravity: tuple[float, float, float]
+    gravity_axis: tuple[float, float, float] | None
+    gravity_rate: float
+    dt: float | None
+    substeps: int | None
+    stiffness: float | None
+    rebuild_interval: int
+    backend: str
+    fps: float
+    frame_start: int
+    frame_count: int
+    seed: int
+    cache_folder: Path
+    scene_name: str = ""
+    blend_file: str = ""
+
+
+@dataclass(frozen=True)
+class BakeSettings:
+    """Everything a bake needs, gathered in the main thread; safe to hand to a worker thread."""
+
+    simulation: SimulationSettings
+    domain: DomainSettings
+    sources: tuple[SourceSettings, ...]
+
+    def manifest_info(self) -> dict:
+        """Extra manifest entries that let playback and people find their way back to the scene."""
+        sim = self.simulation
+        return {UP_AXIS_KEY: "Z", "blender_scene": sim.scene_name, "blend_file": sim.blend_file,
+                "frame_start_scene": sim.frame_start, "objects": [s.name for s in self.sources]}
+
+
+def pack_source(source: SourceSettings, *, seed: int):
+    """Pack one source mesh with spheres in world coordinates.
+
+    Returns:
+        engine.packing.PackResult (positions [m] (n, 3), radius [m] (n,), ...).
+
+    Raises:
+        MochiError: the mesh cannot be packed (no volume, radius too large...), naming the object.
+    """
+    from ..engine.packing import pack_mesh
+
+    return pack_mesh(source.vertices, source.triangles, transform=source.matrix_world,
+                     radius=source.radius, count=source.count, small_ratio=source.small_ratio,
+                     shell_layers=source.shell_layers, seed=seed, name=f"The object '{source.name}'")
+
+
+def setup_from_settings(settings: BakeSettings):
+    """Pack every source and assemble the engine scene (runs in the bake worker thread).
+
+    Returns:
+        engine.scene.SceneSetup.
+
+    Raises:
+        MochiError: a source cannot be packed or the scene is invalid.
+    """
+    from ..engine.model import Domain, Gravity, Material
+    from ..engine.packing import rigid_velocities
+    from ..engine.scene import setup_from_arrays
+
+    sim, dom = settings.simulation, settings.domain
+    positions, radii, velocities, material_index = [], [], [], []
+    materials = []
+    for index, source in enumerate(settings.sources):
+        packed = pack_source(source, seed=sim.seed + index)
+        positions.append(np.asarray(packed.positions, np.float32))
+        radii.append(np.asarray(packed.radius, np.float32))
+        velocities.append(np.asarray(rigid_velocities(packed.positions, source.linear_velocity,
+                                                      source.angular_velocity, source.pivot), np.float32))
+        material_index.append(np.full(len(packed.radius), index, np.int32))
+        materials.append(Material(name=source.name, density=source.density,
+                                  restitution=source.restitution, friction=source.friction))
+    material_index = np.concatenate(material_index)
+    gravity = Gravity(vector=sim.gravity, rotation_axis=sim.gravity_axis,
+                      rotation_rate=sim.gravity_rate if sim.gravity_axis is not None else 0.0)
+    domain = Domain(lo=dom.lo, hi=dom.hi, open_sides=dom.open_sides,
+                    wall_restitution=dom.wall_restitution, wall_friction=dom.wall_friction)
+    return setup_from_arrays(
+        positions=np.concatenate(positions), radius=np.concatenate(radii),
+        velocities=np.concatenate(velocities), material_index=material_index,
+        object_id=material_index.copy(), materials=materials, domain=domain, gravity=gravity,
+        fields=(), dt=sim.dt, substeps=sim.substeps, stiffness=sim.stiffness, fps=sim.fps,
+        rebuild_interval=sim.rebuild_interval, seed=sim.seed, name=sim.scene_name or "Blender scene")

@@ -1,0 +1,126 @@
+"""Panels in the Physics tab of the properties editor: the object's role, the simulation, the bake."""
+
+from __future__ import annotations
+
+import bpy
+
+
+class _PhysicsPanel:
+    bl_space_type = "PROPERTIES"
+    bl_region_type = "WINDOW"
+    bl_context = "physics"
+
+    @classmethod
+    def poll(cls, context):
+        return context.object is not None and context.scene is not None
+
+
+class MOCHI_PT_object(_PhysicsPanel, bpy.types.Panel):
+    """The active object's role in the simulation and its settings."""
+
+    bl_label = "Mochi"
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        settings = context.object.mochi
+        layout.prop(settings, "role")
+        if settings.role == "SOURCE":
+            self.draw_source(layout, settings)
+        elif settings.role == "DOMAIN":
+            self.draw_domain(layout, settings)
+
+    @staticmethod
+    def draw_source(layout, s):
+        col = layout.column()
+        col.prop(s, "size_mode")
+        col.prop(s, "radius" if s.size_mode == "RADIUS" else "count")
+        col.prop(s, "small_ratio")
+        col.prop(s, "fill")
+        if s.fill == "SHELL":
+            col.prop(s, "shell_layers")
+        col = layout.column(heading="Material")
+        col.prop(s, "density")
+        col.prop(s, "restitution")
+        col.prop(s, "friction")
+        col = layout.column()
+        col.prop(s, "velocity_source")
+        if s.velocity_source == "MANUAL":
+            col.prop(s, "linear_velocity")
+            col.prop(s, "angular_velocity")
+        layout.operator("mochi.pack", icon="POINTCLOUD_DATA")
+
+    @staticmethod
+    def draw_domain(layout, s):
+        row = layout.row(heading="Open Sides")
+        row.prop(s, "open_sides")
+        layout.prop(s, "wall_restitution")
+        layout.prop(s, "wall_friction")
+
+
+class MOCHI_PT_simulation(_PhysicsPanel, bpy.types.Panel):
+    """Scene-wide settings: gravity, time stepping, backend."""
+
+    bl_label = "Mochi Simulation"
+
+    def draw_header_preset(self, _context):
+        self.layout.menu("MOCHI_MT_presets", text="", icon="PRESET")
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        s = context.scene.mochi
+        layout.prop(s, "gravity")
+        layout.prop(s, "use_rotating_gravity")
+        if s.use_rotating_gravity:
+            col = layout.column()
+            col.prop(s, "gravity_axis")
+            col.prop(s, "gravity_rate")
+        col = layout.column()
+        col.prop(s, "timestep_mode")
+        if s.timestep_mode == "SUBSTEPS":
+            col.prop(s, "substeps")
+        elif s.timestep_mode == "FIXED":
+            col.prop(s, "dt")
+        col.prop(s, "use_auto_stiffness")
+        if not s.use_auto_stiffness:
+            col.prop(s, "stiffness")
+        col.prop(s, "rebuild_interval")
+        col.prop(s, "backend")
+        col.prop(s, "seed")
+
+
+class MOCHI_PT_bake(_PhysicsPanel, bpy.types.Panel):
+    """Frame range, cache folder, and the bake buttons with the running bake's progress."""
+
+    bl_label = "Bake"
+    bl_parent_id = "MOCHI_PT_simulation"
+
+    def draw(self, context):
+        from ..bake_job import current_job
+
+        layout = self.layout
+        layout.use_property_split = True
+        s = context.scene.mochi
+        col = layout.column(align=True)
+        col.prop(s, "frame_start", text="Frame Start")
+        col.prop(s, "frame_end", text="End")
+        layout.prop(s, "cache_directory")
+        job = current_job()
+        if job is not None:
+            p = job.progress
+            total = max(1, int(p.frames_total or 1))
+            done = job.last_frame_written()
+            row = layout.row(align=True)
+            row.progress(factor=done / total, type="BAR", text=f"Frame {done} of {total}")
+            row.operator("mochi.bake_cancel", text="", icon="CANCEL")
+            return
+        row = layout.row(align=True)
+        row.operator("mochi.bake", icon="PHYSICS")
+        row.operator("mochi.bake_resume", icon="PLAY")
+        row = layout.row(align=True)
+        row.operator("mochi.free_bake", icon="TRASH")
+        row.operator("mochi.open_cache_folder", text="", icon="FILE_FOLDER")
+
+
+CLASSES = (MOCHI_PT_object, MOCHI_PT_simulation, MOCHI_PT_bake)

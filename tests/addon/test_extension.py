@@ -1,0 +1,98 @@
+"""The extension as a package: validated, built, installed, enabled and disabled cleanly; presets."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from .conftest import PACKAGE, REPO, bpy, mochi_module, run_extension_tool
+
+
+def test_manifest_validates():
+    result = run_extension_tool("validate", str(REPO))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_zip_holds_the_add_on_and_nothing_else(extension_zip):
+    result = run_extension_tool("validate", str(extension_zip))
+    assert result.returncode == 0, result.stdout + result.stderr
+    names = zipfile.ZipFile(extension_zip).namelist()
+    tops = {n.split("/")[0] for n in names}
+    assert {"__init__.py", "blender_manifest.toml", "addon", "engine", "presets"} <= tops
+    assert not tops & {"tests", "benchmarks", "docs", ".venv", ".git", "scripts", "pyproject.toml"}
+    assert not [n for n in names if "__pycache__" in n or n.endswith((".pyc", ".nbi", ".nbc"))]
+
+
+def _registration_footprint() -> dict:
+    """What the add-on adds to Blender while enabled."""
+    header = bpy.types.STATUSBAR_HT_header
+    draw_funcs = header._dyn_ui_initialize() if hasattr(header, "_dyn_ui_initialize") else []
+    return {
+        "classes": sorted(n for n in dir(bpy.types) if n.startswith("MOCHI_") or n.startswith("Mochi")),
+        "scene_prop": hasattr(bpy.types.Scene, "mochi"),
+        "object_prop": hasattr(bpy.types.Object, "mochi"),
+        "load_pre": sorted(f.__qualname__ for f in bpy.app.handlers.load_pre),
+        "status_draw": sorted(getattr(f, "__module__", "") for f in draw_funcs
+                              if "mochi" in getattr(f, "__module__", "")),
+        "operators": sorted(n for n in dir(bpy.ops.mochi)),
+    }
+
+
+def test_enable_disable_enable_leaves_nothing_behind(mochi):
+    enabled = _registration_footprint()
+    assert "MOCHI_OT_bake" in enabled["classes"] and enabled["scene_prop"] and enabled["object_prop"]
+    assert enabled["status_draw"] and "_stop_bake_before_load" in enabled["load_pre"]
+    assert {"bake", "bake_resume", "bake_cancel", "pack", "free_bake", "open_cache_folder",
+            "preset_apply"} <= set(enabled["operators"])
+    cli = mochi_module("addon")
+    assert cli._cli_handle is not None
+
+    bpy.ops.preferences.addon_disable(module=PACKAGE)
+    disabled = _registration_footprint()
+    assert disabled["classes"] == [] and not disabled["scene_prop"] and not disabled["object_prop"]
+    assert disabled["status_draw"] == [] and "_stop_bake_before_load" not in disabled["load_pre"]
+    assert mochi_module("addon")._cli_handle is None
+
+    bpy.ops.preferences.addon_enable(module=PACKAGE)
+    assert _registration_footprint() == enabled  # nothing doubled
+
+
+def _presets() -> list[Path]:
+    return sorted((REPO / "presets").glob("*.toml"))
+
+
+@pytest.mark.parametrize("path", _presets(), ids=lambda p: p.stem)
+def test_every_preset_applies_through_the_menu_operator(empty_scene, path):
+    from .conftest import add_domain
+
+    domain = add_domain()
+    preset = mochi_module("engine.preset").load_preset(path)
+    result = bpy.ops.mochi.preset_apply(filepath=str(path))
+    assert result == {"FINISHED"}
+    s = empty_scene.mochi
+    assert s.frame_count() == preset.frames
+    # Engine presets are Y up; Blender is Z up: the engine's −Y gravity becomes Blender's −Z.
+    gx, gy, gz = preset.gravity
+    assert tuple(s.gravity) == pytest.approx((gx, -gz, gy))
+    assert domain.mochi.wall_friction == pytest.approx(preset.wall_friction)
+    assert s.timestep_mode == ("FIXED" if preset.dt else "SUBSTEPS" if preset.substeps else "AUTO")
+
+
+def test_the_preset_menu_lists_the_bundled_presets(mochi):
+    folders = mochi_module("addon.operators.presets").preset_folders()
+    listed = sorted(p for folder in folders for p in Path(folder).glob("*.toml"))
+    assert [p.name for p in listed] == [p.name for p in _presets()]
+    assert _presets(), "presets/ is empty"
+
+
+def test_a_broken_preset_is_reported_and_changes_nothing(empty_scene, tmp_path):
+    from .conftest import scene_state
+
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[time]\ndt = -1\n", encoding="utf-8")
+    before = scene_state()
+    with pytest.raises(RuntimeError, match="bad.toml"):
+        bpy.ops.mochi.preset_apply(filepath=str(bad))
+    assert scene_state() == before

@@ -1,0 +1,64 @@
+"""Pack: point-cloud previews of the selected meshes, and the inputs it refuses."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from .conftest import add_source, bpy, scene_state, select_only
+
+
+def test_pack_suzanne_and_a_cube(empty_scene):
+    monkey = add_source("monkey", location=(0.0, 0.0, 1.0), radius=0.1)
+    cube = add_source("cube", location=(2.0, 0.0, 1.0), radius=0.1, size=1.0)
+    select_only(monkey, cube)
+    assert bpy.ops.mochi.pack() == {"FINISHED"}
+    for obj, lo, hi in ((monkey, (-0.7, -0.5, 0.5), (0.7, 0.5, 1.5)), (cube, (1.5, -0.5, 0.5), (2.5, 0.5, 1.5))):
+        preview = obj.mochi.pack_preview
+        assert preview is not None and preview.name in bpy.context.scene.objects
+        mesh = preview.data
+        n = len(mesh.vertices)
+        assert n > 20
+        co = np.empty(n * 3, np.float32)
+        mesh.vertices.foreach_get("co", co)
+        co = co.reshape(-1, 3)
+        radius = np.empty(n, np.float32)
+        mesh.attributes["radius"].data.foreach_get("value", radius)
+        # World-space spheres inside the object's bounds; radii r and small_ratio·r.
+        assert np.all(co >= np.array(lo) - 1e-4) and np.all(co <= np.array(hi) + 1e-4)
+        assert np.all(np.isclose(radius, 0.1, rtol=1e-5) | np.isclose(radius, 0.05, rtol=1e-5))
+        geometry = preview.evaluated_get(bpy.context.evaluated_depsgraph_get()).evaluated_geometry()
+        assert len(geometry.pointcloud.points) == n
+    # A cube of 1 m³ packed with 0.1 m spheres holds a few hundred; packing again replaces the preview.
+    count = len(cube.mochi.pack_preview.data.vertices)
+    select_only(cube)
+    assert bpy.ops.mochi.pack() == {"FINISHED"}
+    assert len(cube.mochi.pack_preview.data.vertices) == count
+    assert len([o for o in bpy.data.objects if o.name.startswith("Cube Mochi Pack")]) == 1
+
+
+def _refused(match: str):
+    before = scene_state()
+    with pytest.raises(RuntimeError, match=match):
+        bpy.ops.mochi.pack()
+    assert scene_state() == before
+
+
+def test_pack_with_nothing_selected(empty_scene):
+    add_source("cube", location=(0, 0, 0), radius=0.1)
+    select_only()
+    _refused("Select the mesh objects to pack first")
+
+
+def test_pack_a_non_mesh_object(empty_scene):
+    bpy.ops.object.empty_add(location=(0, 0, 0))
+    empty = bpy.context.object
+    select_only(empty)
+    _refused("'Empty' is not a mesh object")
+
+
+def test_pack_a_zero_volume_mesh(empty_scene):
+    bpy.ops.mesh.primitive_plane_add(size=2.0)
+    plane = bpy.context.object
+    select_only(plane)
+    _refused("Plane")

@@ -1,0 +1,38 @@
+"""Blender scene → frozen settings: geometry through foreach_get, velocities from the animation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from .conftest import add_domain, add_source, bpy, mochi_module
+
+
+def test_snapshot_reads_geometry_settings_and_animated_velocity(empty_scene, tmp_path):
+    scene = empty_scene
+    scene.render.fps, scene.render.fps_base = 24, 1.0
+    cube = add_source("cube", location=(0.0, 0.0, 1.0), radius=0.1, size=0.5)
+    cube.mochi.velocity_source = "ANIMATION"
+    cube.mochi.density, cube.mochi.fill, cube.mochi.shell_layers = 800.0, "SHELL", 2
+    for frame, x, angle in ((1, 0.0, 0.0), (2, 0.5, 0.1)):
+        cube.location.x, cube.rotation_euler.z = x, angle
+        cube.keyframe_insert("location", frame=frame)
+        cube.keyframe_insert("rotation_euler", frame=frame)
+    domain = add_domain()
+    domain.mochi.open_sides = {"+z"}
+    scene.mochi.frame_start, scene.mochi.frame_end = 1, 10
+    scene.frame_set(5)
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "s.blend"))
+
+    settings = mochi_module("addon.snapshot").scene_blender_to_settings(bpy.context)
+    assert scene.frame_current == 5  # the snapshot put the frame back
+    (source,) = settings.sources
+    assert source.linear_velocity == pytest.approx((12.0, 0.0, 0.0), abs=1e-4)  # 0.5 m per frame at 24 fps
+    assert source.angular_velocity == pytest.approx((0.0, 0.0, 2.4), abs=1e-4)  # 0.1 rad per frame
+    assert source.vertices.shape == (8, 3) and source.triangles.shape == (12, 3)
+    assert source.shell_layers == 2 and source.density == pytest.approx(800.0)
+    np.testing.assert_allclose(source.matrix_world[:3, 3], (0.0, 0.0, 1.0), atol=1e-6)
+    assert settings.domain.open_sides == ("+z",)
+    assert settings.domain.lo == pytest.approx((-1.5, -1.5, 0.0)) and settings.domain.hi == pytest.approx((1.5, 1.5, 3.0))
+    assert settings.simulation.frame_count == 10 and settings.simulation.gravity == pytest.approx((0, 0, -9.81))
+    assert settings.simulation.cache_folder == tmp_path / "mochi_cache"
