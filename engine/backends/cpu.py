@@ -107,6 +107,7 @@ class BackendCpu(Backend):
         self.spring = physics.friction_model == "spring"
         self.hist = np.zeros((0, 3), np.float64)        # tangential spring per list entry [m]
         self.wall_hist = np.zeros((n, 6, 3), np.float64)  # tangential spring per particle and wall [m]
+        self.wall_touch = np.zeros(n, np.uint8)  # bit s set: particle touches wall side s
         self.pos_ref = np.zeros((n, 3), np.float32)
         self.state: State | None = None
         self._restored = None
@@ -126,6 +127,7 @@ class BackendCpu(Backend):
         self.neighbors = NeighborListCpu(self.model.particle_count)
         self.hist = np.zeros((0, 3), np.float64)
         self.wall_hist[:] = 0.0
+        self.wall_touch[:] = 0
         if self.model.colliders is not None:
             self.model.colliders.reset_history()
 
@@ -148,6 +150,8 @@ class BackendCpu(Backend):
         order = np.argsort(history["pair_i"], kind="stable")
         self._restored = (start, history["pair_j"][order].astype(np.int32), history["pair_spring"][order])
         self.wall_hist[:] = history["wall_spring"]
+        live = np.any(self.wall_hist != 0.0, axis=2)  # (n, 6)
+        self.wall_touch[:] = (live * (1 << np.arange(6))).sum(axis=1).astype(np.uint8)
         if self.model.colliders is not None:
             self.model.colliders.set_history(history)
 
@@ -224,7 +228,7 @@ class BackendCpu(Backend):
             disp2, speed2, bad = k.integrate(
                 s.positions, s.velocities, self.force, m.radius, m.mass, m.material_index, s.active, accel,
                 physics.dt, self.lo, self.hi, self.wall_mask, self.wall_beta, self.wall_mu, stiffness,
-                self.spring, self.wall_hist, self.field_table, self.field_grid, self.pos_ref)
+                self.spring, self.wall_hist, self.wall_touch, self.field_table, self.field_grid, self.pos_ref)
             if colliders is not None:
                 # Swept test from old to new centre: catches grains that would tunnel through a wall.
                 colliders.after_integrate((s.step + 1) * physics.dt, previous, s.positions, s.velocities,

@@ -354,7 +354,7 @@ def _field_acceleration(x, y, z, table, grid):
 
 @njit(parallel=True, **KERNEL_OPTIONS)
 def integrate(pos, vel, force, radius, mass, material, active, accel, dt, lo, hi, wall_mask,
-              wall_beta, wall_mu, stiffness, spring, wall_hist, field_table, field_grid, pos_ref):
+              wall_beta, wall_mu, stiffness, spring, wall_hist, wall_touch, field_table, field_grid, pos_ref):
     """Wall contacts, fields, semi-implicit Euler, open-side exits, displacement since last build.
 
     Returns:
@@ -381,13 +381,17 @@ def integrate(pos, vel, force, radius, mass, material, active, accel, dt, lo, hi
                 gap = hi[axis] - pos[i, axis]
                 sign = -1.0
             overlap = r - gap
+            bit = 1 << side
             if overlap < 0.0:
-                if spring and wall_hist[i, side, 0] != 0.0 or wall_hist[i, side, 1] != 0.0 or \
-                        wall_hist[i, side, 2] != 0.0:  # write only when needed: saves memory traffic
+                # wall_touch remembers which springs are live, so the (n, 6, 3) history is only
+                # touched by particles at a wall: most particles never read it.
+                if wall_touch[i] & bit:
                     wall_hist[i, side, 0] = 0.0
                     wall_hist[i, side, 1] = 0.0
                     wall_hist[i, side, 2] = 0.0
+                    wall_touch[i] &= ~bit
                 continue
+            wall_touch[i] |= bit
             nx = sign if axis == 0 else 0.0
             ny = sign if axis == 1 else 0.0
             nz = sign if axis == 2 else 0.0
