@@ -8,9 +8,23 @@ module.
 """
 
 
+def _use_extension_user_folder_for_numba_cache() -> None:
+    """Keep numba's compiled kernels in this extension's user folder, which Blender deletes when the
+    extension is uninstalled (nothing of ours is left behind), before the engine compiles anything."""
+    import bpy
+
+    from .engine import set_numba_cache_folder
+
+    try:
+        set_numba_cache_folder(bpy.utils.extension_path_user(__package__, path="numba_cache", create=True))
+    except ValueError:  # not installed as an extension (addon/headless.py): keep the default
+        pass
+
+
 def register():
     from .addon import register as register_addon
 
+    _use_extension_user_folder_for_numba_cache()
     register_addon()
 
 

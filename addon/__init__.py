@@ -14,9 +14,9 @@ draw function, the file-load handler and the command-line command.
 
 import bpy
 
-from . import operators, properties, ui
+from . import operators, preferences, properties, ui
 
-MODULES = (properties, operators, ui)
+MODULES = (preferences, properties, operators, ui)
 
 _cli_handle = None
 

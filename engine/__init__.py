@@ -27,6 +27,16 @@ def _numba_cache_folder() -> str:
     return str(Path(base or Path.home() / ".cache") / "mochi" / "numba" / __name__)
 
 
+def set_numba_cache_folder(folder: str) -> None:
+    """Make numba cache the engine's kernels in ``folder`` (call before the kernels are imported).
+
+    The Blender extension points it at its user folder, which Blender removes on uninstall.
+    """
+    os.environ["NUMBA_CACHE_DIR"] = str(folder)
+    if "numba" in sys.modules:  # already configured: numba reads CACHE_DIR when a kernel is decorated
+        sys.modules["numba"].config.CACHE_DIR = str(folder)
+
+
 if "numba" not in sys.modules:  # numba reads its configuration once, at import
     os.environ.setdefault("NUMBA_CACHE_DIR", _numba_cache_folder())
 
