@@ -16,6 +16,7 @@ from typing import Any
 
 from .errors import MochiError
 from .model import SIDES
+from .preset_colliders import ColliderSpec, parse_colliders
 
 AUTO = "auto"
 
@@ -74,6 +75,7 @@ class Preset:
     materials: tuple[dict, ...] = ()
     fields: tuple[dict, ...] = ()
     emitters: tuple[EmitterSpec, ...] = field(default_factory=tuple)
+    colliders: tuple[ColliderSpec, ...] = ()  # [[colliders]], see engine.preset_colliders
 
     @property
     def folder(self) -> Path:
@@ -135,7 +137,7 @@ class _Checker:
         return value
 
 
-TOP_KEYS = {"scene", "time", "domain", "gravity", "materials", "fields", "emitters"}
+TOP_KEYS = {"scene", "time", "domain", "gravity", "materials", "fields", "emitters", "colliders"}
 MATERIAL_KEYS = {"name", "density", "restitution", "friction"}
 FIELD_KEYS = {"type", "vector", "axis", "rate", "center", "strength", "core_radius", "path", "lo", "hi"}
 EMITTER_KEYS = {"type", "count", "lo", "hi", "radius", "material", "velocity", "angular_velocity",
@@ -227,7 +229,8 @@ def parse_preset(data: dict, source: str) -> Preset:
         gravity=c.vector(gravity, "[gravity]", "vector", (0.0, -9.81, 0.0)),
         gravity_axis=axis,
         gravity_rate=c.number(gravity, "[gravity]", "rotation_rate", 0.0),
-        materials=tuple(materials), fields=tuple(fields), emitters=tuple(emitters))
+        materials=tuple(materials), fields=tuple(fields), emitters=tuple(emitters),
+        colliders=parse_colliders(c, data.get("colliders"), Path(source).parent))
 
 
 def _parse_emitter(c: _Checker, raw: Any, where: str, material_names: list[str], folder: Path) -> EmitterSpec:

@@ -15,6 +15,7 @@ from .fields import ForceField, field_max_acceleration
 from .model import Domain, Gravity, Material, Model, Physics, build_model, particle_masses
 from .ply import read_particles
 from .preset import EmitterSpec, Preset
+from .preset_colliders import colliders_from_specs
 from .state import State, make_state
 from .timestep import TimeStepChoice, choose_time_step, expected_impact_speed
 
@@ -48,7 +49,8 @@ def setup_from_arrays(*, positions: np.ndarray, radius: np.ndarray, velocities: 
                       materials=(Material(),), domain: Domain = Domain(), gravity: Gravity = Gravity(),
                       fields: tuple[ForceField, ...] = (), dt: float | None = None, substeps: int | None = None,
                       stiffness: float | None = None, fps: float = 24.0, rebuild_interval: int = 10,
-                      seed: int = 0, name: str = "scene", frames: int = 10) -> SceneSetup:
+                      seed: int = 0, name: str = "scene", frames: int = 10,
+                      colliders=None) -> SceneSetup:
     """Build a scene from particle arrays.
 
     Args:
@@ -69,6 +71,8 @@ def setup_from_arrays(*, positions: np.ndarray, radius: np.ndarray, velocities: 
         seed: Seed recorded with the physics.
         name: Scene name.
         frames: Default frame count.
+        colliders: Triangle-mesh colliders (``engine.colliders.ColliderSet``) or None; their surface
+            speed counts as an impact speed when dt and stiffness are 'auto'.
 
     Raises:
         MochiError: empty scene, bad radius, NaN positions, unstable dt...
@@ -81,6 +85,8 @@ def setup_from_arrays(*, positions: np.ndarray, radius: np.ndarray, velocities: 
     probe = build_model(radius, Physics(materials=materials), material_index=material_index)
     mass = particle_masses(probe.radius, probe.material_index, materials)
     speed0 = float(np.sqrt((state.velocities.astype(np.float64) ** 2).sum(axis=1)).max())
+    if colliders is not None:  # a moving collider hits resting grains at its own speed
+        speed0 += colliders.max_surface_speed()
     accel = float(np.linalg.norm(gravity.vector)) + field_max_acceleration(tuple(fields))
     impact = expected_impact_speed(speed0, accel, float(domain.size.max()))
     choice = choose_time_step(dt=dt, stiffness=stiffness, substeps=substeps, fps=fps, mass=mass,
@@ -89,7 +95,7 @@ def setup_from_arrays(*, positions: np.ndarray, radius: np.ndarray, velocities: 
                       stiffness=choice.stiffness, dt=choice.dt, steps_per_frame=choice.steps_per_frame,
                       fps=float(fps), rebuild_interval=int(rebuild_interval),
                       speed_limit=SPEED_LIMIT_FACTOR * impact + 1.0, seed=int(seed))
-    model = build_model(radius, physics, material_index=material_index, object_id=object_id)
+    model = build_model(radius, physics, material_index=material_index, object_id=object_id, colliders=colliders)
     return SceneSetup(model=model, state=state, name=name, frames=frames, notes=choice.notes, time_step=choice)
 
 
@@ -199,9 +205,10 @@ def setup_from_preset(preset: Preset, *, particles: int | None = None,
                     wall_restitution=preset.wall_restitution, wall_friction=preset.wall_friction)
     gravity = Gravity(vector=preset.gravity, rotation_axis=preset.gravity_axis, rotation_rate=preset.gravity_rate)
     fields = tuple(ForceField(**f) for f in preset.fields)
+    colliders = colliders_from_specs(preset.colliders)
     return setup_from_arrays(positions=positions, radius=radius, velocities=velocities,
                              material_index=material_index, object_id=object_id, materials=materials,
                              domain=domain, gravity=gravity, fields=fields, dt=preset.dt,
                              substeps=preset.substeps, stiffness=preset.stiffness, fps=preset.fps,
                              rebuild_interval=preset.rebuild_interval, seed=preset.seed, name=preset.name,
-                             frames=preset.frames)
+                             frames=preset.frames, colliders=colliders)

@@ -252,6 +252,8 @@ class DeviceParticles:
         self.model = model
         physics = model.physics
         check_friction_model(physics)
+        if model.colliders is not None:
+            raise MochiError("Mesh colliders run on the cpu backend only for now; use --backend cpu.")
         n = model.particle_count
         self.particle_count = n
         self.pos = cupy.zeros((n, 4), cupy.float32)

@@ -1,0 +1,145 @@
+"""A collider: a triangle mesh with a thickness, a surface material and a motion.
+
+Meshes need not be closed: the surface is a shell of ``thickness`` that grains touch from either side
+(a grain of radius r touches it when its centre is closer than r + thickness/2 to a triangle), so a
+bowl, a single plane or a paddle works as well as a closed box.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import MochiError
+from .motion import DeformMotion, RigidMotionAnalytic, RigidMotionKeyframes
+
+Motion = RigidMotionAnalytic | RigidMotionKeyframes | DeformMotion | None
+
+
+@dataclass(frozen=True, eq=False)
+class Collider:
+    """One triangle-mesh collider.
+
+    Attributes:
+        name: Label used in messages (a file path, a Blender object name).
+        vertices: Vertex positions [m], float64 (vertex_count, 3): world positions for a static or
+            deforming collider (for a deforming one, those of its first key), body-frame positions for a
+            rigid one.
+        triangles: Vertex indices, int64 (triangle_count, 3).
+        thickness: Shell thickness [m] ≥ 0; grains keep their centres r + thickness/2 from the surface.
+        restitution: Restitution of the surface, averaged with the grain material's like walls do.
+        friction: Coulomb friction coefficient of the surface, averaged likewise.
+        motion: None (static), ``RigidMotionAnalytic``, ``RigidMotionKeyframes`` or ``DeformMotion``.
+    """
+
+    name: str
+    vertices: np.ndarray
+    triangles: np.ndarray
+    thickness: float = 0.0
+    restitution: float = 0.5
+    friction: float = 0.5
+    motion: Motion = None
+
+    def __post_init__(self):
+        vertices, triangles = check_collider_mesh(self.vertices, self.triangles, self.name)
+        object.__setattr__(self, "vertices", vertices)
+        object.__setattr__(self, "triangles", triangles)
+        for key, value, low, high in (("thickness", self.thickness, 0.0, None),
+                                      ("restitution", self.restitution, 0.0, 1.0),
+                                      ("friction", self.friction, 0.0, None)):
+            if not (isinstance(value, (int, float)) and np.isfinite(value) and value >= low
+                    and (high is None or value <= high)) or (key == "restitution" and value == 0.0):
+                bounds = "in (0, 1]" if key == "restitution" else "≥ 0"
+                raise MochiError(f"The collider '{self.name}' {key} must be a number {bounds}, not {value!r}.")
+        if isinstance(self.motion, DeformMotion) and self.motion.vertices.shape[1] != vertices.shape[0]:
+            raise MochiError(f"The deforming collider '{self.name}' has {self.motion.vertices.shape[1]} vertices per "
+                             f"key but its mesh has {vertices.shape[0]}.")
+
+    @property
+    def kind(self) -> str:
+        """'static', 'rigid_analytic', 'rigid_keyframes' or 'deforming'."""
+        return "static" if self.motion is None else self.motion.kind
+
+    @property
+    def moving(self) -> bool:
+        return self.motion is not None
+
+    def vertices_at(self, time: float) -> tuple[np.ndarray, np.ndarray]:
+        """World vertex positions [m] and velocities [m/s] at ``time`` [s], float64 (vertex_count, 3) each."""
+        if self.motion is None:
+            return self.vertices, np.zeros_like(self.vertices)
+        if isinstance(self.motion, DeformMotion):
+            return self.motion.vertices_at(time)
+        return self.motion.pose_at(time).apply(self.vertices)
+
+    def key_times(self) -> np.ndarray:
+        """Times [s] at which the motion is sampled or piecewise changes (empty for analytic motion)."""
+        if isinstance(self.motion, (RigidMotionKeyframes, DeformMotion)):
+            return self.motion.times
+        return np.zeros(0)
+
+    def max_surface_speed(self) -> float:
+        """An upper bound of how fast any point of the surface moves [m/s] (for choosing dt)."""
+        if self.motion is None:
+            return 0.0
+        if isinstance(self.motion, RigidMotionAnalytic):
+            m = self.motion
+            lever = self.vertices @ m.rotation0.T + m.translation0 - m.pivot
+            return float(np.linalg.norm(m.velocity) + np.linalg.norm(m.angular_velocity)
+                         * np.sqrt((lever ** 2).sum(axis=1)).max())
+        times = self.key_times()
+        if times.shape[0] < 2:
+            return 0.0
+        # Piecewise-constant rates: the speed at each interval's midpoint covers the whole interval
+        # for deforming meshes; a rigid interval's speed varies only by the turn, bounded the same way.
+        mids = 0.5 * (times[1:] + times[:-1])
+        return float(max(np.sqrt((self.vertices_at(t)[1] ** 2).sum(axis=1)).max() for t in mids))
+
+
+def check_collider_mesh(vertices, triangles, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Validated float64 (V, 3) vertices and int64 (T, 3) triangles.
+
+    Raises:
+        MochiError: no faces, bad shapes, indices out of range, or NaN/infinite vertices.
+    """
+    vertices = np.ascontiguousarray(vertices, dtype=np.float64)
+    triangles = np.asarray(triangles)
+    if triangles.size == 0:
+        raise MochiError(f"The collider '{name}' has no faces, so grains would have nothing to touch.")
+    if vertices.ndim != 2 or vertices.shape[1] != 3 or triangles.ndim != 2 or triangles.shape[1] != 3:
+        raise MochiError(f"The collider '{name}' must have vertices of shape (n, 3) and triangles of shape (m, 3), "
+                         f"not {vertices.shape} and {triangles.shape}.")
+    if not np.issubdtype(triangles.dtype, np.integer):
+        raise MochiError(f"The collider '{name}' has triangle indices that are not integers.")
+    triangles = np.ascontiguousarray(triangles, dtype=np.int64)
+    if triangles.min() < 0 or triangles.max() >= len(vertices):
+        raise MochiError(f"The collider '{name}' has a triangle index outside 0..{len(vertices) - 1}.")
+    bad = ~np.isfinite(vertices).all(axis=1)
+    if bad.any():
+        raise MochiError(f"The collider '{name}' has a NaN or infinite coordinate at vertex {int(np.flatnonzero(bad)[0])}.")
+    return vertices, triangles
+
+
+def load_collider_mesh(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
+    """Vertices (V, 3) [file units, taken as m] and triangles (T, 3) of a mesh file read by trimesh.
+
+    Raises:
+        MochiError: the file is missing or unreadable, has no faces or holds NaN coordinates.
+    """
+    import trimesh  # heavy import kept out of ``import engine``
+
+    path = Path(path)
+    if not path.is_file():
+        raise MochiError(f"The collider mesh file '{path}' does not exist.")
+    try:
+        # process=False keeps NaN vertices and degenerate faces so we report them ourselves.
+        mesh = trimesh.load(str(path), force="mesh", process=False)
+    except Exception as exc:  # trimesh raises many types for malformed or unknown files
+        raise MochiError(f"Cannot read the collider mesh file '{path}' ({type(exc).__name__}: {exc}).") from None
+    faces = getattr(mesh, "faces", None)
+    if faces is None or len(faces) == 0:
+        raise MochiError(f"The collider mesh file '{path}' has no faces, so grains would have nothing to touch.")
+    return check_collider_mesh(mesh.vertices, mesh.faces, str(path))

@@ -1,0 +1,268 @@
+"""The colliders of a scene and the solver hooks that apply them (``Model.colliders``).
+
+The CPU backend calls, every step:
+
+1. ``add_forces(t, ...)`` after the grain–grain forces: moves every collider to time t (vertices,
+   vertex velocities, BVH refit) and adds each collider's contact forces.
+2. ``after_integrate(t + dt, ...)`` after the grains have moved: moves the colliders to t + dt and
+   runs the swept test, putting back any grain whose centre crossed a surface during the step.
+
+The tangential springs of grain–collider contacts live here (per collider, grain and slot), with the
+accessors ``get_history``/``set_history``/``reset_history`` the backend uses for exact resume.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..contact_law import damping_ratio
+from ..errors import MochiError
+from . import kernels as k
+from .collider import Collider
+from .tree import ColliderTree
+
+HISTORY_PREFIX = "collider_"
+
+
+@dataclass(eq=False)
+class _ColliderRuntime:
+    """Where one collider is now: its vertices at ``time``, at the previous time, and its tree.
+
+    ``clock`` sums the largest vertex displacement of every step [m]: how far any point of the surface
+    can have moved since an earlier clock reading (the grains' clearance test).
+    """
+
+    collider: Collider
+    clock: float = 0.0
+    time: float | None = None
+    vertices: np.ndarray | None = None
+    velocities: np.ndarray | None = None
+    previous: np.ndarray | None = None
+    tree: ColliderTree | None = None
+    pending_tree: tuple[np.ndarray, float] | None = None
+
+    def advance(self, time: float) -> None:
+        if self.time == time:
+            return
+        collider = self.collider
+        if not collider.moving:
+            if self.tree is None:
+                self.vertices, self.velocities = collider.vertices_at(time)
+                self.tree = ColliderTree(self.vertices, collider.triangles)
+            self.previous = self.vertices
+            self.time = time
+            return
+        vertices, velocities = collider.vertices_at(time)
+        self.previous = self.vertices if self.vertices is not None else vertices
+        self.vertices = np.ascontiguousarray(vertices)
+        self.velocities = np.ascontiguousarray(velocities)
+        if self.tree is None:
+            self.tree = ColliderTree(self.vertices, collider.triangles)
+            if self.pending_tree is not None:
+                self.tree.restore(*self.pending_tree, self.vertices)
+                self.pending_tree = None
+        else:
+            self.tree.update(self.vertices)
+        if self.previous is not vertices:
+            self.clock += float(np.sqrt(((self.vertices - self.previous) ** 2).sum(axis=1)).max())
+        self.time = time
+
+    def forget(self) -> None:
+        """Drop the moving state (a static collider keeps its tree: it never changes)."""
+        if self.collider.moving:
+            self.time = self.vertices = self.velocities = self.previous = self.tree = None
+            self.clock = 0.0
+        self.pending_tree = None
+
+
+@dataclass(eq=False)
+class ColliderSet:
+    """Triangle-mesh colliders and their contact state.
+
+    Attributes:
+        colliders: The colliders, in a fixed order (their index names them in the history).
+        swept_corrections: Grains the swept test has put back so far (a diagnostic).
+    """
+
+    colliders: tuple[Collider, ...]
+    swept_corrections: int = 0
+    _runtime: list[_ColliderRuntime] = field(default_factory=list, repr=False)
+    _springs: np.ndarray | None = field(default=None, repr=False)
+    _normals: np.ndarray | None = field(default=None, repr=False)
+    _counts: np.ndarray | None = field(default=None, repr=False)
+    _clearance: np.ndarray | None = field(default=None, repr=False)
+    _clear_from: np.ndarray | None = field(default=None, repr=False)
+    _clear_clock: np.ndarray | None = field(default=None, repr=False)
+    _pending: dict | None = field(default=None, repr=False)
+    _tables: tuple | None = field(default=None, repr=False)
+    _last_materials: np.ndarray | None = field(default=None, repr=False)
+
+    def __post_init__(self):
+        self.colliders = tuple(self.colliders)
+        if not self.colliders:
+            raise MochiError("A collider set needs at least one collider.")
+        for c in self.colliders:
+            if not isinstance(c, Collider):
+                raise MochiError(f"Colliders must be engine.colliders.Collider objects, not {type(c).__name__}.")
+        self._runtime = [_ColliderRuntime(c) for c in self.colliders]
+
+    def __len__(self) -> int:
+        return len(self.colliders)
+
+    def max_surface_speed(self) -> float:
+        """Fastest any collider surface moves [m/s] (an upper bound, for the time-step choice)."""
+        return max(c.max_surface_speed() for c in self.colliders)
+
+    # --- solver hooks -----------------------------------------------------------------------------
+
+    def add_forces(self, time, positions, velocities, radius, mass, material_index, active, force, physics) -> None:
+        """Add every collider's contact forces on the grains to ``force`` [N], float64 (n, 3).
+
+        Args:
+            time: Time of the step [s].
+            positions, velocities: float32 (n, 3) [m], [m/s].
+            radius, mass: float32 (n,) [m], [kg].
+            material_index: int32 (n,); active: uint8 (n,).
+            physics: The model's ``Physics`` (materials, stiffness, dt, friction model).
+        """
+        n = positions.shape[0]
+        self._ensure_arrays(n)
+        beta, mu, _ = self._material_tables(physics)
+        self._last_materials = material_index
+        spring = physics.friction_model == "spring"
+        for index, runtime in enumerate(self._runtime):
+            runtime.advance(time)
+            collider = runtime.collider
+            k.collider_forces(positions, velocities, radius, mass, material_index, active, force, runtime.vertices,
+                              runtime.velocities, collider.triangles, *runtime.tree.arrays(),
+                              0.5 * collider.thickness, beta[index], mu[index], float(physics.stiffness), spring,
+                              float(physics.dt), self._springs[index], self._normals[index], self._counts[index],
+                              runtime.clock, self._clearance[index], self._clear_from[index], self._clear_clock[index])
+
+    def after_integrate(self, time_new, old_positions, positions, velocities, radius, active, physics) -> None:
+        """Swept test from ``old_positions`` to ``positions`` against every collider at ``time_new``.
+
+        Grains whose centre crossed a surface are put back at contact distance on the side they came
+        from and their normal velocity (relative to the surface) is reflected with the restitution.
+        ``positions`` and ``velocities`` (float32 (n, 3)) are corrected in place.
+        """
+        _, _, restitution = self._material_tables(physics)
+        self._ensure_arrays(positions.shape[0])
+        materials = self._last_materials
+        if materials is None or materials.shape[0] != positions.shape[0]:
+            materials = np.zeros(positions.shape[0], np.int32)
+        for index, runtime in enumerate(self._runtime):
+            runtime.advance(time_new)
+            if runtime.collider.moving:
+                displacement = runtime.vertices - runtime.previous
+                displacement_max = float(np.sqrt((displacement ** 2).sum(axis=1)).max())
+            else:
+                displacement, displacement_max = runtime.velocities, 0.0  # a static collider's are all zero
+            self.swept_corrections += k.sweep(
+                old_positions, positions, velocities, radius, materials, active, runtime.vertices, displacement,
+                runtime.velocities, runtime.collider.triangles, *runtime.tree.arrays(), displacement_max,
+                0.5 * runtime.collider.thickness, restitution[index], runtime.clock, self._clearance[index],
+                self._clear_from[index], self._clear_clock[index])
+
+    # --- contact history (exact resume) -------------------------------------------------------------
+
+    def get_history(self) -> dict[str, np.ndarray]:
+        """The contact springs in use and the trees of moving colliders, keys prefixed 'collider_'."""
+        if self._pending is not None or self._springs is None:
+            history = dict(self._pending or {})
+        else:
+            collider, particle = np.nonzero(self._counts)
+            history = {
+                "collider_index": collider.astype(np.int32),
+                "collider_particle": particle.astype(np.int32),
+                "collider_count": self._counts[collider, particle].copy(),
+                "collider_spring": self._springs[collider, particle].copy(),
+                "collider_normal": self._normals[collider, particle].copy(),
+            }
+        for index, runtime in enumerate(self._runtime):
+            if runtime.collider.moving:
+                if runtime.tree is not None:
+                    history[f"collider_tree_order_{index}"] = runtime.tree.order.copy()
+                    history[f"collider_tree_cost_{index}"] = np.array([runtime.tree.built_cost])
+                elif runtime.pending_tree is not None:
+                    history[f"collider_tree_order_{index}"] = runtime.pending_tree[0]
+                    history[f"collider_tree_cost_{index}"] = np.array([runtime.pending_tree[1]])
+        return history
+
+    def set_history(self, history: dict[str, np.ndarray]) -> None:
+        """Restore what ``get_history`` returned (other keys are ignored; missing ones mean none)."""
+        self.reset_history()
+        if "collider_index" in history:
+            self._pending = {name: np.asarray(history[name]) for name in
+                             ("collider_index", "collider_particle", "collider_count", "collider_spring",
+                              "collider_normal")}
+        for index, runtime in enumerate(self._runtime):
+            order = history.get(f"collider_tree_order_{index}")
+            if runtime.collider.moving and order is not None:
+                if order.shape != (runtime.collider.triangles.shape[0],):
+                    raise MochiError(f"The saved contact history does not match collider {index} "
+                                     f"('{runtime.collider.name}').")
+                runtime.pending_tree = (np.asarray(order, np.int64),
+                                        float(history[f"collider_tree_cost_{index}"][0]))
+
+    def reset_history(self) -> None:
+        """Forget every contact spring and the moving colliders' trees (a new state was set)."""
+        if self._springs is not None:
+            self._springs[:] = 0.0
+            self._normals[:] = 0.0
+            self._counts[:] = 0
+            self._clearance[:] = -1.0
+        self._pending = None
+        for runtime in self._runtime:
+            runtime.forget()
+
+    # --- storage -------------------------------------------------------------------------------------
+
+    def save(self, folder) -> None:
+        """Write the colliders (geometry, surface, motion) into ``folder``/colliders/ (see ``storage``)."""
+        from .storage import save_colliders
+
+        save_colliders(self, folder)
+
+    # --- internals -----------------------------------------------------------------------------------
+
+    def _ensure_arrays(self, particle_count: int) -> None:
+        if self._springs is None or self._springs.shape[1] != particle_count:
+            shape = (len(self.colliders), particle_count, k.MAX_CONTACTS, 3)
+            self._springs = np.zeros(shape)
+            self._normals = np.zeros(shape)
+            self._counts = np.zeros(shape[:2], np.int8)
+            # Known-free distance per collider and grain (≤ 0: unknown), see kernels.collider_forces.
+            self._clearance = np.full(shape[:2], -1.0)
+            self._clear_from = np.zeros((*shape[:2], 3))
+            self._clear_clock = np.zeros(shape[:2])
+        if self._pending is not None:
+            p = self._pending
+            self._springs[:] = 0.0
+            self._normals[:] = 0.0
+            self._counts[:] = 0
+            self._counts[p["collider_index"], p["collider_particle"]] = p["collider_count"]
+            self._springs[p["collider_index"], p["collider_particle"]] = p["collider_spring"]
+            self._normals[p["collider_index"], p["collider_particle"]] = p["collider_normal"]
+            self._pending = None
+
+    def _material_tables(self, physics) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """β, μ and restitution of every (collider, material) pair, float64 (C, M) each, averaged as walls."""
+        materials = physics.materials
+        if self._tables is None or self._tables[0] != materials:
+            beta = np.array([[damping_ratio(0.5 * (m.restitution + c.restitution)) for m in materials]
+                             for c in self.colliders])
+            mu = np.array([[0.5 * (m.friction + c.friction) for m in materials] for c in self.colliders])
+            restitution = np.array([[0.5 * (m.restitution + c.restitution) for m in materials]
+                                    for c in self.colliders])
+            self._tables = (materials, beta, mu, restitution)
+        return self._tables[1], self._tables[2], self._tables[3]
+
+
+def load_colliders(folder) -> ColliderSet:
+    """The colliders a bake saved in ``folder`` (see ``engine.colliders.storage``)."""
+    from .storage import load_colliders as _load
+
+    return _load(folder)
