@@ -11,6 +11,7 @@ memory of a 1M-particle freefall step in a child process.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import platform
 import resource
@@ -30,14 +31,17 @@ def bench_preset(name: str, particles: int, steps: int) -> dict:
     from engine.benchmark import run_benchmark
     from engine.preset import load_preset
     from engine.scene import setup_from_preset
+    from bench_gpu import taichi_friction_model
     from taichi_dem import init, run_taichi_dem
 
     setup = setup_from_preset(load_preset(ROOT / "presets" / f"{name}.toml"), particles=particles)
     ours = run_benchmark(setup, backend="cpu", steps=steps, warmup=3)
     init("cpu")
     m = setup.model
+    # Frictionless scenes: both sides skip the tangential springs (identical forces, F_t = 0).
+    physics = dataclasses.replace(m.physics, friction_model=taichi_friction_model(m.physics, "auto"))
     peer = run_taichi_dem(setup.state.positions, setup.state.velocities, m.radius, m.mass, m.material_index,
-                          m.physics, steps=steps, arch="cpu", warmup_steps=3)
+                          physics, steps=steps, arch="cpu", warmup_steps=3)
     return {"preset": name, "ours": ours, "peer": {k: v for k, v in peer.items()
                                                       if not hasattr(v, "shape")},
             "ratio": peer["ms_per_step"] / ours["ms_per_step"], "numba_threads": numba.get_num_threads()}

@@ -64,6 +64,7 @@ class Preset:
     substeps: int | None = None
     stiffness: float | None = None
     rebuild_interval: int = 10
+    friction_model: str = "spring"
     domain_lo: tuple[float, float, float] = (0.0, 0.0, 0.0)
     domain_hi: tuple[float, float, float] = (1.0, 1.0, 1.0)
     open_sides: tuple[str, ...] = ()
@@ -137,7 +138,7 @@ class _Checker:
         return value
 
 
-TOP_KEYS = {"scene", "time", "domain", "gravity", "materials", "fields", "emitters", "colliders"}
+TOP_KEYS = {"scene", "time", "contact", "domain", "gravity", "materials", "fields", "emitters", "colliders"}
 MATERIAL_KEYS = {"name", "density", "restitution", "friction"}
 FIELD_KEYS = {"type", "vector", "axis", "rate", "center", "strength", "core_radius", "path", "lo", "hi"}
 EMITTER_KEYS = {"type", "count", "lo", "hi", "radius", "material", "velocity", "angular_velocity",
@@ -150,6 +151,7 @@ def parse_preset(data: dict, source: str) -> Preset:
     c.table(data, "the file", TOP_KEYS)
     scene = c.table(data.get("scene", {}), "[scene]", {"name", "description", "fps", "frames", "seed"})
     time = c.table(data.get("time", {}), "[time]", {"dt", "substeps", "stiffness", "rebuild_interval"})
+    contact = c.table(data.get("contact", {}), "[contact]", {"friction_model"})
     domain = c.table(data.get("domain", {}), "[domain]", {"lo", "hi", "open", "wall_restitution", "wall_friction"})
     gravity = c.table(data.get("gravity", {}), "[gravity]", {"vector", "rotation_axis", "rotation_rate"})
 
@@ -223,6 +225,7 @@ def parse_preset(data: dict, source: str) -> Preset:
         substeps=c.number(time, "[time]", "substeps", None, low=1, integer=True),
         stiffness=c.number(time, "[time]", "stiffness", None, low=0, low_open=True, allow_auto=True),
         rebuild_interval=c.number(time, "[time]", "rebuild_interval", 10, low=1, integer=True),
+        friction_model=c.string(contact, "[contact]", "friction_model", "spring", choices=("spring", "damper")),
         domain_lo=lo, domain_hi=hi, open_sides=tuple(open_sides),
         wall_restitution=c.number(domain, "[domain]", "wall_restitution", 0.5, low=0, high=1, low_open=True),
         wall_friction=c.number(domain, "[domain]", "wall_friction", 0.5, low=0),

@@ -50,7 +50,7 @@ def setup_from_arrays(*, positions: np.ndarray, radius: np.ndarray, velocities: 
                       fields: tuple[ForceField, ...] = (), dt: float | None = None, substeps: int | None = None,
                       stiffness: float | None = None, fps: float = 24.0, rebuild_interval: int = 10,
                       seed: int = 0, name: str = "scene", frames: int = 10,
-                      colliders=None) -> SceneSetup:
+                      colliders=None, friction_model: str = "spring") -> SceneSetup:
     """Build a scene from particle arrays.
 
     Args:
@@ -71,6 +71,8 @@ def setup_from_arrays(*, positions: np.ndarray, radius: np.ndarray, velocities: 
         seed: Seed recorded with the physics.
         name: Scene name.
         frames: Default frame count.
+        friction_model: 'spring' (static friction, needs the cpu backend when friction > 0) or
+            'damper' (history-free, runs on every backend).
         colliders: Triangle-mesh colliders (``engine.colliders.ColliderSet``) or None; their surface
             speed counts as an impact speed when dt and stiffness are 'auto'.
 
@@ -94,7 +96,8 @@ def setup_from_arrays(*, positions: np.ndarray, radius: np.ndarray, velocities: 
     physics = Physics(materials=materials, domain=domain, gravity=gravity, fields=tuple(fields),
                       stiffness=choice.stiffness, dt=choice.dt, steps_per_frame=choice.steps_per_frame,
                       fps=float(fps), rebuild_interval=int(rebuild_interval),
-                      speed_limit=SPEED_LIMIT_FACTOR * impact + 1.0, seed=int(seed))
+                      speed_limit=SPEED_LIMIT_FACTOR * impact + 1.0, seed=int(seed),
+                      friction_model=friction_model)
     model = build_model(radius, physics, material_index=material_index, object_id=object_id, colliders=colliders)
     return SceneSetup(model=model, state=state, name=name, frames=frames, notes=choice.notes, time_step=choice)
 
@@ -211,4 +214,4 @@ def setup_from_preset(preset: Preset, *, particles: int | None = None,
                              domain=domain, gravity=gravity, fields=fields, dt=preset.dt,
                              substeps=preset.substeps, stiffness=preset.stiffness, fps=preset.fps,
                              rebuild_interval=preset.rebuild_interval, seed=preset.seed, name=preset.name,
-                             frames=preset.frames, colliders=colliders)
+                             frames=preset.frames, colliders=colliders, friction_model=preset.friction_model)

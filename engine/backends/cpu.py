@@ -104,7 +104,9 @@ class BackendCpu(Backend):
         self.neighbors = NeighborListCpu(n)
         self.force = np.zeros((n, 3), np.float64)
         self.pair_force = np.zeros((0, 3), np.float64)
-        self.spring = physics.friction_model == "spring"
+        frictional = any(m.friction > 0 for m in physics.materials) or physics.domain.wall_friction > 0
+        # Without friction both models give F_t = 0; skip the springs' bookkeeping then.
+        self.spring = physics.friction_model == "spring" and frictional
         self.hist = np.zeros((0, 3), np.float64)        # tangential spring per list entry [m]
         self.wall_hist = np.zeros((n, 6, 3), np.float64)  # tangential spring per particle and wall [m]
         self.wall_touch = np.zeros(n, np.uint8)  # bit s set: particle touches wall side s

@@ -46,3 +46,11 @@ def test_box_emitter_never_overlaps():
     from .conftest import brute_force_pairs
 
     assert brute_force_pairs(setup.state.positions, setup.model.radius) == set()
+
+
+def test_friction_model_comes_from_the_preset(tmp_path):
+    text = (Path(PRESETS[0]).parent / "sand_pile.toml").read_text() + '\n[contact]\nfriction_model = "damper"\n'
+    (tmp_path / "p.toml").write_text(text)
+    setup = setup_from_preset(load_preset(tmp_path / "p.toml"), particles=50)
+    assert setup.model.physics.friction_model == "damper"
+    assert setup_from_preset(load_preset(PRESETS[0]), particles=50).model.physics.friction_model == "spring"
