@@ -14,7 +14,6 @@ import argparse
 import dataclasses
 import json
 import platform
-import resource
 import subprocess
 import sys
 from pathlib import Path

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -129,17 +128,7 @@ def load_collider_mesh(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]
     Raises:
         MochiError: the file is missing or unreadable, has no faces or holds NaN coordinates.
     """
-    import trimesh  # heavy import kept out of ``import engine``
+    from ..packing.mesh import read_trimesh
 
-    path = Path(path)
-    if not path.is_file():
-        raise MochiError(f"The collider mesh file '{path}' does not exist.")
-    try:
-        # process=False keeps NaN vertices and degenerate faces so we report them ourselves.
-        mesh = trimesh.load(str(path), force="mesh", process=False)
-    except Exception as exc:  # trimesh raises many types for malformed or unknown files
-        raise MochiError(f"Cannot read the collider mesh file '{path}' ({type(exc).__name__}: {exc}).") from None
-    faces = getattr(mesh, "faces", None)
-    if faces is None or len(faces) == 0:
-        raise MochiError(f"The collider mesh file '{path}' has no faces, so grains would have nothing to touch.")
+    mesh = read_trimesh(path, role="collider mesh file", why_faces="so grains would have nothing to touch")
     return check_collider_mesh(mesh.vertices, mesh.faces, str(path))

@@ -31,7 +31,8 @@ from numba import njit, prange
 
 from ..backends.cpu_kernels import _contact
 from ..packing.bvh import KERNEL_OPTIONS
-from ..packing.queries import STACK_DEPTH, _box_distance_squared, _triangle_distance_squared
+from ..packing.queries import (STACK_DEPTH, _box_distance_squared, _triangle_distance_squared,
+                               closest_on_triangle)
 
 #: Distinct touching spots kept per grain and collider (a box corner seen from inside has 3).
 MAX_CONTACTS = 4
@@ -96,78 +97,6 @@ def tree_cost(box_lo, box_hi):
     for node in range(box_lo.shape[0]):
         cost += tree_node_area(box_lo[node], box_hi[node])
     return cost
-
-
-@njit(**KERNEL_OPTIONS)
-def closest_on_triangle(px, py, pz, vertices, tri):
-    """Closest point q of a triangle to p and its barycentric weights (Ericson, RTCD §5.1.5).
-
-    Returns:
-        (|p − q|² [m²], qx, qy, qz, weight of corner 0, 1, 2).
-    """
-    ax = vertices[tri[0], 0]
-    ay = vertices[tri[0], 1]
-    az = vertices[tri[0], 2]
-    abx = vertices[tri[1], 0] - ax
-    aby = vertices[tri[1], 1] - ay
-    abz = vertices[tri[1], 2] - az
-    acx = vertices[tri[2], 0] - ax
-    acy = vertices[tri[2], 1] - ay
-    acz = vertices[tri[2], 2] - az
-    apx = px - ax
-    apy = py - ay
-    apz = pz - az
-    d1 = abx * apx + aby * apy + abz * apz
-    d2 = acx * apx + acy * apy + acz * apz
-    v = 0.0
-    w = 0.0
-    if d1 <= 0.0 and d2 <= 0.0:
-        pass  # corner 0
-    else:
-        bpx = apx - abx
-        bpy = apy - aby
-        bpz = apz - abz
-        d3 = abx * bpx + aby * bpy + abz * bpz
-        d4 = acx * bpx + acy * bpy + acz * bpz
-        cpx = apx - acx
-        cpy = apy - acy
-        cpz = apz - acz
-        d5 = abx * cpx + aby * cpy + abz * cpz
-        d6 = acx * cpx + acy * cpy + acz * cpz
-        vc = d1 * d4 - d3 * d2
-        vb = d5 * d2 - d1 * d6
-        va = d3 * d6 - d5 * d4
-        if d3 >= 0.0 and d4 <= d3:
-            v = 1.0
-        elif d6 >= 0.0 and d5 <= d6:
-            w = 1.0
-        elif vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0:
-            v = d1 / (d1 - d3)
-        elif vb <= 0.0 and d2 >= 0.0 and d6 <= 0.0:
-            w = d2 / (d2 - d6)
-        elif va <= 0.0 and (d4 - d3) >= 0.0 and (d5 - d6) >= 0.0:
-            w = (d4 - d3) / ((d4 - d3) + (d5 - d6))
-            v = 1.0 - w
-        else:
-            denom = va + vb + vc
-            if denom > 0.0:
-                v = vb / denom
-                w = vc / denom
-            else:
-                # Degenerate (zero-area) triangle: the nearest of its corners.
-                best = apx * apx + apy * apy + apz * apz
-                db = bpx * bpx + bpy * bpy + bpz * bpz
-                dc = cpx * cpx + cpy * cpy + cpz * cpz
-                if db < best:
-                    best = db
-                    v = 1.0
-                if dc < best:
-                    v = 0.0
-                    w = 1.0
-    qx = ax + abx * v + acx * w
-    qy = ay + aby * v + acy * w
-    qz = az + abz * v + acz * w
-    return (px - qx) ** 2 + (py - qy) ** 2 + (pz - qz) ** 2, qx, qy, qz, 1.0 - v - w, v, w
 
 
 @njit(**KERNEL_OPTIONS)

@@ -34,8 +34,14 @@ class MeshArrays:
     name: str
 
 
-def load_mesh_file(path: str | os.PathLike) -> MeshArrays:
-    """Read an OBJ/PLY/STL/... file with trimesh (every part of a scene merged into one mesh).
+def read_trimesh(path: str | os.PathLike, *, role: str = "mesh file",
+                 why_faces: str = "so it encloses no volume to fill"):
+    """A trimesh mesh read from ``path`` without processing (NaN vertices and degenerate faces are
+    kept so the callers report them), every part of a scene merged into one mesh.
+
+    Args:
+        role: How errors name the file ("mesh file", "collider mesh file").
+        why_faces: End of the sentence when the file has no faces.
 
     Raises:
         MochiError: the file is missing, unreadable, or holds no triangles.
@@ -44,15 +50,24 @@ def load_mesh_file(path: str | os.PathLike) -> MeshArrays:
 
     path = Path(path)
     if not path.is_file():
-        raise MochiError(f"The mesh file '{path}' does not exist.")
+        raise MochiError(f"The {role} '{path}' does not exist.")
     try:
-        # process=False keeps NaN vertices and duplicate faces so we can report them ourselves.
         mesh = trimesh.load(str(path), force="mesh", process=False)
     except Exception as exc:  # trimesh raises many types for malformed or unknown files
-        raise MochiError(f"Cannot read the mesh file '{path}' ({type(exc).__name__}: {exc}).") from None
+        raise MochiError(f"Cannot read the {role} '{path}' ({type(exc).__name__}: {exc}).") from None
     faces = getattr(mesh, "faces", None)
     if faces is None or len(faces) == 0:
-        raise MochiError(f"The mesh file '{path}' has no faces, so it encloses no volume to fill.")
+        raise MochiError(f"The {role} '{path}' has no faces, {why_faces}.")
+    return mesh
+
+
+def load_mesh_file(path: str | os.PathLike) -> MeshArrays:
+    """Read an OBJ/PLY/STL/... file with trimesh (every part of a scene merged into one mesh).
+
+    Raises:
+        MochiError: the file is missing, unreadable, or holds no triangles.
+    """
+    mesh = read_trimesh(path)
     colors = None
     visual = getattr(mesh, "visual", None)
     if visual is not None and getattr(visual, "kind", None) == "vertex":

@@ -129,8 +129,12 @@ def _winding_kernel(points, vertices, triangles, order, left, start, count, norm
 
 
 @njit(**KERNEL_OPTIONS)
-def _triangle_distance_squared(px, py, pz, vertices, tri):
-    """Squared distance from p to a triangle (closest-point regions, Ericson, RTCD §5.1.5) [m²]."""
+def closest_on_triangle(px, py, pz, vertices, tri):
+    """Closest point q of a triangle to p and its barycentric weights (Ericson, RTCD §5.1.5).
+
+    Returns:
+        (|p − q|² [m²], qx, qy, qz, weight of corner 0, 1, 2).
+    """
     ax = vertices[tri[0], 0]
     ay = vertices[tri[0], 1]
     az = vertices[tri[0], 2]
@@ -145,8 +149,10 @@ def _triangle_distance_squared(px, py, pz, vertices, tri):
     apz = pz - az
     d1 = abx * apx + aby * apy + abz * apz
     d2 = acx * apx + acy * apy + acz * apz
+    v = 0.0
+    w = 0.0
     if d1 <= 0.0 and d2 <= 0.0:
-        qx, qy, qz = ax, ay, az
+        pass  # corner 0
     else:
         bpx = apx - abx
         bpy = apy - aby
@@ -162,38 +168,42 @@ def _triangle_distance_squared(px, py, pz, vertices, tri):
         vb = d5 * d2 - d1 * d6
         va = d3 * d6 - d5 * d4
         if d3 >= 0.0 and d4 <= d3:
-            qx, qy, qz = ax + abx, ay + aby, az + abz
+            v = 1.0
         elif d6 >= 0.0 and d5 <= d6:
-            qx, qy, qz = ax + acx, ay + acy, az + acz
+            w = 1.0
         elif vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0:
             v = d1 / (d1 - d3)
-            qx, qy, qz = ax + v * abx, ay + v * aby, az + v * abz
         elif vb <= 0.0 and d2 >= 0.0 and d6 <= 0.0:
             w = d2 / (d2 - d6)
-            qx, qy, qz = ax + w * acx, ay + w * acy, az + w * acz
         elif va <= 0.0 and (d4 - d3) >= 0.0 and (d5 - d6) >= 0.0:
             w = (d4 - d3) / ((d4 - d3) + (d5 - d6))
-            qx = ax + abx + w * (acx - abx)
-            qy = ay + aby + w * (acy - aby)
-            qz = az + abz + w * (acz - abz)
+            v = 1.0 - w
         else:
             denom = va + vb + vc
-            if denom <= 0.0:
-                # Degenerate (zero-area) triangle: its edges already bound it; use the nearest corner.
-                qx, qy, qz = ax, ay, az
-                best = apx * apx + apy * apy + apz * apz
-                for cx, cy, cz in ((ax + abx, ay + aby, az + abz), (ax + acx, ay + acy, az + acz)):
-                    d = (px - cx) ** 2 + (py - cy) ** 2 + (pz - cz) ** 2
-                    if d < best:
-                        best = d
-                        qx, qy, qz = cx, cy, cz
-            else:
+            if denom > 0.0:
                 v = vb / denom
                 w = vc / denom
-                qx = ax + abx * v + acx * w
-                qy = ay + aby * v + acy * w
-                qz = az + abz * v + acz * w
-    return (px - qx) ** 2 + (py - qy) ** 2 + (pz - qz) ** 2
+            else:
+                # Degenerate (zero-area) triangle: the nearest of its corners.
+                best = apx * apx + apy * apy + apz * apz
+                db = bpx * bpx + bpy * bpy + bpz * bpz
+                dc = cpx * cpx + cpy * cpy + cpz * cpz
+                if db < best:
+                    best = db
+                    v = 1.0
+                if dc < best:
+                    v = 0.0
+                    w = 1.0
+    qx = ax + abx * v + acx * w
+    qy = ay + aby * v + acy * w
+    qz = az + abz * v + acz * w
+    return (px - qx) ** 2 + (py - qy) ** 2 + (pz - qz) ** 2, qx, qy, qz, 1.0 - v - w, v, w
+
+
+@njit(**KERNEL_OPTIONS)
+def _triangle_distance_squared(px, py, pz, vertices, tri):
+    """Squared distance from p to a triangle [m²]."""
+    return closest_on_triangle(px, py, pz, vertices, tri)[0]
 
 
 @njit(**KERNEL_OPTIONS)
