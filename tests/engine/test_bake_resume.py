@@ -65,7 +65,8 @@ def test_killed_bake_resumes_bit_identical(tmp_path):
     """SIGKILL a real `mochi bake` mid-run; only complete frames remain and --resume finishes it."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     args = [sys.executable, "-m", "engine.cli.main", "bake", str(PRESET), "--particles", "400", "--frames", "6"]
-    subprocess.run(args + ["--out", str(tmp_path / "full")], check=True, env=env, capture_output=True)
+    full = subprocess.run(args + ["--out", str(tmp_path / "full")], env=env, capture_output=True, text=True)
+    assert full.returncode == 0, full.stderr
     out = tmp_path / "killed"
     proc = subprocess.Popen(args + ["--out", str(out)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
