@@ -29,6 +29,9 @@ from ..state import State
 CANDIDATES_PER_PARTICLE = 6.0
 #: Safety factor on the motion the skin must cover.
 SKIN_SAFETY = 1.2
+#: Below this many particles one thread is faster: a step is too short to amortise waking the
+#: others (and on a loaded machine parallel loops wait for their slowest thread).
+SINGLE_THREAD_BELOW = 20_000
 
 
 class NeighborListCpu:
@@ -204,6 +207,17 @@ class BackendCpu(Backend):
         self.steps_since_build = 0
 
     def step(self, count: int) -> StepTimings:
+        import numba
+
+        threads = numba.get_num_threads()
+        if self.model.particle_count < SINGLE_THREAD_BELOW:
+            numba.set_num_threads(1)  # per calling thread; results do not depend on the thread count
+        try:
+            return self._step(count)
+        finally:
+            numba.set_num_threads(threads)
+
+    def _step(self, count: int) -> StepTimings:
         physics = self.model.physics
         m = self.model
         s = self.state
