@@ -1,9 +1,9 @@
 """The Blender side of Mochi, laid out by Blender role.
 
-properties/  Scene.mochi (simulation settings) and Object.mochi (role: particle source or domain box)
+properties/  Scene.mochi (simulation settings) and Object.mochi (role: particle source, domain box or collider)
 operators/   Pack, Bake, Resume, Cancel, Free Bake, Open Cache Folder, Apply Preset
 ui/          Physics-tab panels, preset menu, status-bar progress
-snapshot.py  Blender → frozen settings (settings.py) in the main thread
+snapshot.py  Blender → frozen settings (settings.py) in the main thread; colliders.py captures colliders per frame
 bake_job.py  the worker thread (no bpy); bake_monitor.py follows it from the main thread
 playback.py  geometry-nodes playback of a cache and pack previews
 cli.py       `blender -b scene.blend -c mochi bake|render-preview`; headless.py does the same from the bpy module

@@ -16,7 +16,7 @@ import numpy as np
 #: Manifest key telling playback which axis is up in a cache; Blender bakes are Z-up, engine presets Y-up.
 UP_AXIS_KEY = "up_axis"
 #: Manifest entries written by the add-on (kept when a bake is resumed).
-MANIFEST_INFO_KEYS = (UP_AXIS_KEY, "blender_scene", "blend_file", "frame_start_scene", "objects")
+MANIFEST_INFO_KEYS = (UP_AXIS_KEY, "blender_scene", "blend_file", "frame_start_scene", "objects", "collider_objects")
 
 
 @dataclass(frozen=True, eq=False)
@@ -77,6 +77,49 @@ class DomainSettings:
     wall_friction: float
 
 
+@dataclass(frozen=True, eq=False)
+class ColliderSettings:
+    """One collider mesh and how it moves over the bake, captured frame by frame (``addon.colliders``).
+
+    Exactly one of three layouts, named by ``kind``:
+
+    * 'static': ``vertices`` are world positions; no keys.
+    * 'rigid': ``vertices`` are body-frame positions (the object's constant scale and shear baked in);
+      ``times``, ``translations`` and ``rotations`` give world = rotation @ body + translation per key.
+    * 'deforming': ``key_vertices`` are world positions per key; ``vertices`` is the first key.
+
+    Attributes:
+        name: Blender object name.
+        vertices: Vertex positions [m], float64 (vertex_count, 3), as described above.
+        triangles: Vertex indices of the triangulated faces, int32 (triangle_count, 3).
+        thickness: Surface thickness [m].
+        restitution: Restitution of the surface in (0, 1].
+        friction: Coulomb friction coefficient of the surface.
+        times: Key times [s] from the bake's first frame, float64 (key_count,), or None when static.
+        translations: World position of the body origin per key [m], float64 (key_count, 3) (rigid).
+        rotations: Rotation matrix per key, float64 (key_count, 3, 3) (rigid).
+        key_vertices: World vertex positions per key [m], float32 (key_count, vertex_count, 3) (deforming).
+    """
+
+    name: str
+    vertices: np.ndarray
+    triangles: np.ndarray
+    thickness: float
+    restitution: float
+    friction: float
+    times: np.ndarray | None = None
+    translations: np.ndarray | None = None
+    rotations: np.ndarray | None = None
+    key_vertices: np.ndarray | None = None
+
+    @property
+    def kind(self) -> str:
+        """'static', 'rigid' or 'deforming'."""
+        if self.key_vertices is not None:
+            return "deforming"
+        return "rigid" if self.rotations is not None else "static"
+
+
 @dataclass(frozen=True)
 class SimulationSettings:
     """Scene-wide settings of a bake.
@@ -123,12 +166,14 @@ class BakeSettings:
     simulation: SimulationSettings
     domain: DomainSettings
     sources: tuple[SourceSettings, ...]
+    colliders: tuple[ColliderSettings, ...] = ()
 
     def manifest_info(self) -> dict:
         """Extra manifest entries that let playback and people find their way back to the scene."""
         sim = self.simulation
         return {UP_AXIS_KEY: "Z", "blender_scene": sim.scene_name, "blend_file": sim.blend_file,
-                "frame_start_scene": sim.frame_start, "objects": [s.name for s in self.sources]}
+                "frame_start_scene": sim.frame_start, "objects": [s.name for s in self.sources],
+                "collider_objects": [c.name for c in self.colliders]}
 
 
 def pack_source(source: SourceSettings, *, seed: int):
@@ -147,14 +192,46 @@ def pack_source(source: SourceSettings, *, seed: int):
                      shell_layers=source.shell_layers, seed=seed, name=f"The object '{source.name}'")
 
 
+def collider_settings_to_engine(collider: ColliderSettings):
+    """The engine collider of a captured one, built as ``engine.preset_colliders`` builds them.
+
+    Returns:
+        engine.colliders.Collider.
+
+    Raises:
+        MochiError: no faces, NaN coordinates, a bad surface setting (naming the object).
+    """
+    from ..engine.colliders import Collider, DeformMotion, RigidMotionKeyframes
+
+    surface = dict(name=collider.name, triangles=collider.triangles, thickness=collider.thickness,
+                   restitution=collider.restitution, friction=collider.friction)
+    if collider.kind == "rigid":
+        motion = RigidMotionKeyframes(times=collider.times, translations=collider.translations,
+                                      rotations=collider.rotations)
+        return Collider(vertices=collider.vertices, motion=motion, **surface)
+    if collider.kind == "deforming":
+        motion = DeformMotion(times=collider.times, vertices=collider.key_vertices)
+        return Collider(vertices=collider.vertices, motion=motion, **surface)
+    return Collider(vertices=collider.vertices, **surface)
+
+
+def colliders_from_settings(settings: BakeSettings):
+    """A ``ColliderSet`` of the scene's colliders, or None when there are none."""
+    if not settings.colliders:
+        return None
+    from ..engine.colliders import ColliderSet
+
+    return ColliderSet(tuple(collider_settings_to_engine(c) for c in settings.colliders))
+
+
 def setup_from_settings(settings: BakeSettings):
-    """Pack every source and assemble the engine scene (runs in the bake worker thread).
+    """Pack every source, build the colliders and assemble the engine scene (runs in the bake worker thread).
 
     Returns:
         engine.scene.SceneSetup.
 
     Raises:
-        MochiError: a source cannot be packed or the scene is invalid.
+        MochiError: a source cannot be packed, a collider is invalid, or the scene is invalid.
     """
     from ..engine.model import Domain, Gravity, Material
     from ..engine.packing import rigid_velocities
@@ -182,4 +259,5 @@ def setup_from_settings(settings: BakeSettings):
         velocities=np.concatenate(velocities), material_index=material_index,
         object_id=material_index.copy(), materials=materials, domain=domain, gravity=gravity,
         fields=(), dt=sim.dt, substeps=sim.substeps, stiffness=sim.stiffness, fps=sim.fps,
-        rebuild_interval=sim.rebuild_interval, seed=sim.seed, name=sim.scene_name or "Blender scene")
+        rebuild_interval=sim.rebuild_interval, seed=sim.seed, name=sim.scene_name or "Blender scene",
+        colliders=colliders_from_settings(settings))

@@ -156,8 +156,9 @@ def scene_blender_to_settings(context, *, frame_count: int | None = None) -> Bak
     """Snapshot everything a bake needs from the scene.
 
     Raises:
-        MochiError: no particle source, no or several domains, a source that is not a mesh, an unsaved
-            relative cache folder, or an invalid frame range.
+        MochiError: no particle source, no or several domains, a source or collider that is not a mesh,
+            a collider without faces or whose topology changes over the frames, an unsaved relative cache
+            folder, or an invalid frame range.
     """
     scene = context.scene
     s = scene.mochi
@@ -188,7 +189,11 @@ def scene_blender_to_settings(context, *, frame_count: int | None = None) -> Bak
     if s.use_rotating_gravity and not any(s.gravity_axis):
         raise MochiError("The rotating gravity axis is zero; give it a direction.")
     with at_frame(scene, s.frame_start):  # the bake starts from the scene as it is at its first frame
-        return BakeSettings(
-            simulation=simulation, domain=domain_blender_to_settings(domains[0]),
-            sources=tuple(source_blender_to_settings(o, context, frame_start=s.frame_start, fps=fps)
-                          for o in sources))
+        domain = domain_blender_to_settings(domains[0])
+        source_settings = tuple(source_blender_to_settings(o, context, frame_start=s.frame_start, fps=fps)
+                                for o in sources)
+    from .colliders import colliders_blender_to_settings
+
+    colliders = colliders_blender_to_settings(context, [o for o in objects if o.mochi.role == "COLLIDER"],
+                                              frame_start=s.frame_start, frame_count=frames, fps=fps)
+    return BakeSettings(simulation=simulation, domain=domain, sources=source_settings, colliders=colliders)

@@ -22,6 +22,11 @@ class MOCHI_OT_pack(bpy.types.Operator):
         if not selected:
             self.report({"ERROR"}, "Select the mesh objects to pack first.")
             return {"CANCELLED"}
+        for obj in selected:
+            if obj.mochi.role == "COLLIDER":  # grains packed inside a collider would start inside it
+                self.report({"ERROR"}, f"'{obj.name}' is a collider, so it cannot also be packed as a particle "
+                            "source; set its role to Particle Source or deselect it.")
+                return {"CANCELLED"}
         scene = context.scene
         fps = scene.render.fps / scene.render.fps_base
         try:

@@ -1,4 +1,4 @@
-"""Per-object Mochi role and settings: particle source or domain box."""
+"""Per-object Mochi role and settings: particle source, domain box or collider."""
 
 from __future__ import annotations
 
@@ -17,7 +17,9 @@ class MochiObjectSettings(bpy.types.PropertyGroup):
         name="Role", description="What this object is to the Mochi simulation",
         items=(("NONE", "None", "Not part of the simulation"),
                ("SOURCE", "Particle Source", "Packed with spheres that become the simulated grains"),
-               ("DOMAIN", "Domain Box", "Its bounding box is the simulation domain, with walls")),
+               ("DOMAIN", "Domain Box", "Its bounding box is the simulation domain, with walls"),
+               ("COLLIDER", "Collider",
+                "Grains collide with its surface as evaluated at every frame (animation and modifiers applied)")),
         default="NONE")
     # --- particle source ---
     size_mode: EnumProperty(
@@ -73,6 +75,19 @@ class MochiObjectSettings(bpy.types.PropertyGroup):
         subtype="FACTOR", default=0.5, min=0.001, max=1.0, soft_min=0.01, soft_max=1.0)
     wall_friction: FloatProperty(
         name="Wall Friction", description="Coulomb friction coefficient between grains and walls",
+        default=0.5, min=0.0, soft_min=0.0, soft_max=2.0)
+    # --- collider ---
+    collider_thickness: FloatProperty(
+        name="Thickness", description="Thickness of the collider's surface; grains keep their surface half of "
+        "it away from each face, on both sides (0 for a closed mesh or a thin sheet)",
+        subtype="DISTANCE", unit="LENGTH", default=0.0, min=0.0, soft_min=0.0, soft_max=0.1, precision=4)
+    collider_restitution: FloatProperty(
+        name="Restitution", description="Share of the normal speed a grain keeps after hitting this surface "
+        "(averaged with the grain's own restitution)",
+        subtype="FACTOR", default=0.5, min=0.001, max=1.0, soft_min=0.01, soft_max=1.0)
+    collider_friction: FloatProperty(
+        name="Friction", description="Coulomb friction coefficient of this surface (averaged with the grain's "
+        "own friction; 0 is frictionless)",
         default=0.5, min=0.0, soft_min=0.0, soft_max=2.0)
     pack_preview: PointerProperty(
         name="Pack Preview", description="Point cloud showing this object's packing (made by Pack)",

@@ -29,6 +29,8 @@ class MOCHI_PT_object(_PhysicsPanel, bpy.types.Panel):
             self.draw_source(layout, settings)
         elif settings.role == "DOMAIN":
             self.draw_domain(layout, settings)
+        elif settings.role == "COLLIDER":
+            self.draw_collider(layout, context.object)
 
     @staticmethod
     def draw_source(layout, s):
@@ -56,6 +58,22 @@ class MOCHI_PT_object(_PhysicsPanel, bpy.types.Panel):
         row.prop(s, "open_sides")
         layout.prop(s, "wall_restitution")
         layout.prop(s, "wall_friction")
+
+    @staticmethod
+    def draw_collider(layout, obj):
+        from ..colliders import collider_deforms
+
+        s = obj.mochi
+        col = layout.column(heading="Surface")
+        col.prop(s, "collider_thickness")
+        col.prop(s, "collider_restitution")
+        col.prop(s, "collider_friction")
+        if obj.type != "MESH":
+            layout.label(text="Colliders must be mesh objects", icon="ERROR")
+        elif collider_deforms(obj):
+            layout.label(text="Deforming: its evaluated mesh is captured at every frame", icon="MOD_SIMPLEDEFORM")
+        else:
+            layout.label(text="Rigid: its mesh is captured once, its transform at every frame", icon="OBJECT_DATA")
 
 
 class MOCHI_PT_simulation(_PhysicsPanel, bpy.types.Panel):
