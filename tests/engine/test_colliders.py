@@ -382,3 +382,18 @@ def test_presets_with_colliders_load():
     assert [c.name for c in bowl.colliders] == ["bowl"]
     stairs = setup_from_preset(load_preset(PRESETS / "bunnies_stairs.toml"), particles=300)
     assert [c.kind for c in stairs.model.colliders.colliders] == ["static"]
+
+
+@pytest.mark.parametrize("x,z", [(0.0, 0.013), (0.0, 0.0), (0.05, 0.05), (-0.05, 0.02)])
+def test_throw_through_a_shared_edge_or_vertex_is_caught(x, z):
+    """Segments crossing exactly an edge (or vertex) shared by two triangles must still be caught.
+
+    The plane's edges lie on x = 0, z = 0 and on the cells' diagonals (x = z), so these throws cross
+    edges and vertices, where a test with strict barycentric bounds on both triangles misses.
+    """
+    vertices, triangles = grid_plane(0.2, 4)
+    plane = Collider("plane", vertices, triangles, thickness=0.0)
+    setup = make_scene([[x, 0.02, z]], 0.005, [plane], velocities=[[0.0, -40.0, 0.0]], gravity=(0, 0, 0),
+                       lo=(-1, -1, -1), hi=(1, 1, 1), stiffness=50.0, dt=1e-3)
+    state = run(setup, 0.02)
+    assert state.positions[0, 1] > 0.0, "the grain went through the plane"
