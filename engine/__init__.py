@@ -21,25 +21,27 @@ def _numba_cache_folder() -> str:
 
     Keyed by the package's import name: the same source files are imported as ``engine`` (pip,
     tests), ``mochi.engine`` (addon/headless.py) and ``bl_ext.<repo>.mochi.engine`` (Blender), and a
-    numba cache written under one name fails to load under another.
+    numba cache written under one name fails to load under another. ``MOCHI_NUMBA_CACHE_DIR``
+    overrides the base folder (default: the user cache folder).
     """
-    base = os.environ.get("LOCALAPPDATA") if sys.platform == "win32" else os.environ.get("XDG_CACHE_HOME")
-    return str(Path(base or Path.home() / ".cache") / "mochi" / "numba" / __name__)
+    base = os.environ.get("MOCHI_NUMBA_CACHE_DIR")
+    if not base:
+        cache = os.environ.get("LOCALAPPDATA") if sys.platform == "win32" else os.environ.get("XDG_CACHE_HOME")
+        base = str(Path(cache or Path.home() / ".cache") / "mochi" / "numba")
+    return str(Path(base) / __name__)
 
 
 def set_numba_cache_folder(folder: str) -> None:
-    """Make numba cache the engine's kernels in ``folder`` (call before the kernels are imported).
+    """Make numba cache the engine's kernels in ``folder`` (call before the kernels are imported:
+    numba fixes a kernel's cache folder when the kernel is decorated).
 
     The Blender extension points it at its user folder, which Blender removes on uninstall.
     """
+    # Always set, never 'setdefault': a child process inherits the variable from a parent that may
+    # have imported this package under another name.
     os.environ["NUMBA_CACHE_DIR"] = str(folder)
-    if "numba" in sys.modules:  # already configured: numba reads CACHE_DIR when a kernel is decorated
+    if "numba" in sys.modules:  # already configured from the environment at its import
         sys.modules["numba"].config.CACHE_DIR = str(folder)
 
 
-if "numba" not in sys.modules:  # numba reads its configuration once, at import
-    os.environ.setdefault("NUMBA_CACHE_DIR", _numba_cache_folder())
-
-from .errors import MochiError  # noqa: E402  (re-exported: the one error users see)
-
-__all__ = ["MochiError", "__version__"]
+set_numba_cache_folder(_numba_cache_folder())
