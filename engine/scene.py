@@ -106,16 +106,25 @@ def setup_from_arrays(*, positions: np.ndarray, radius: np.ndarray, velocities: 
 
 
 def _emit_box(spec: EmitterSpec, count: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """``count`` spheres on random distinct sites of a cubic lattice in spec.lo..hi, never overlapping.
+    """``count`` spheres on random distinct cells of a cubic lattice in spec.lo..hi, never overlapping.
 
-    Each sphere is jittered inside its own lattice cell (cell edge 2·r_max), so no two overlap.
+    Each sphere is placed at random inside its own cell (edge ≥ 2·r_max), at least its radius from the
+    cell's faces, so no two overlap.
     """
     r_lo, r_hi = spec.radius
-    spacing = 2.0 * r_hi * 1.001
     lo = np.asarray(spec.lo, np.float64)
     extent = np.asarray(spec.hi, np.float64) - lo
-    per_axis = np.floor((extent - 2.0 * r_hi) / spacing).astype(np.int64) + 1
-    per_axis = np.where(extent >= 2.0 * r_hi, per_axis, 0)
+    dense = 2.0 * r_hi * 1.001  # smallest cell that holds any sphere of the emitter
+
+    def cells_per_axis(edge: float) -> np.ndarray:
+        per_axis = np.maximum(np.floor(extent / edge), 1).astype(np.int64)
+        return np.where(extent >= dense, per_axis, 0)
+
+    # About twice as many cells as spheres when there is room: each sphere then moves freely inside a
+    # cell much larger than itself, so a sparse cloud is random rather than aligned on a lattice.
+    per_axis = cells_per_axis(max(dense, float(np.prod(extent) / (2.0 * count)) ** (1.0 / 3.0)))
+    if np.prod(per_axis) < count:
+        per_axis = cells_per_axis(dense)
     sites = int(np.prod(per_axis))
     if count > sites:
         raise MochiError(f"The box emitter from {list(spec.lo)} to {list(spec.hi)} holds at most {sites} "
@@ -123,8 +132,9 @@ def _emit_box(spec: EmitterSpec, count: int, rng: np.random.Generator) -> tuple[
     chosen = np.sort(rng.choice(sites, size=count, replace=False))
     ijk = np.stack(np.unravel_index(chosen, tuple(per_axis)), axis=1)
     radius = rng.uniform(r_lo, r_hi, count) if r_hi > r_lo else np.full(count, r_lo)
-    slack = np.maximum(spacing / 2.0 - radius, 0.0)[:, None]
-    centre = lo + r_hi + ijk * spacing + rng.uniform(-0.9, 0.9, (count, 3)) * slack
+    cell = extent / per_axis  # ≥ dense on every axis
+    slack = np.maximum(cell / 2.0 - radius[:, None], 0.0)
+    centre = lo + (ijk + 0.5) * cell + rng.uniform(-0.9, 0.9, (count, 3)) * slack
     return centre, radius
 
 

@@ -3,6 +3,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-.venv/bin/mochi bake presets/sand_pile.toml --out out/sand_pile --frames 24 --backend cpu --overwrite
-.venv/bin/mochi render-preview out/sand_pile --frame 24 --out out/sand_pile_frame24.png
-echo "Preview: out/sand_pile_frame24.png"
+.venv/bin/mochi bake presets/sand_pile.toml --out out/sand_pile --frames 48 --backend cpu --overwrite
+.venv/bin/mochi render-preview out/sand_pile --frame 48 --out out/sand_pile_frame48.png
+echo "Preview: out/sand_pile_frame48.png"
