@@ -126,7 +126,11 @@ def test_bench_state_replaces_particles(tmp_path, capsys):
     for key in ("ms_per_step", "particle_steps_per_s", "build_ms_per_step", "detect_ms_per_step",
                 "update_ms_per_step"):
         assert result[key] >= 0
-    assert result["physics"]["stiffness"] == 20000.0 and result["physics"]["friction"] == [0.6]
+    from engine.preset import load_preset
+
+    preset = load_preset(PRESETS / "sand_pile.toml")
+    assert result["physics"]["stiffness"] == preset.stiffness
+    assert result["physics"]["friction"] == [m["friction"] for m in preset.materials]
 
 
 def test_console_script_prints_no_traceback(tmp_path):
