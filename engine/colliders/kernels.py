@@ -31,6 +31,9 @@ from numba import njit, prange
 
 from ..backends.cpu_kernels import _contact
 from ..packing.bvh import KERNEL_OPTIONS
+
+#: Barycentric slack of the swept segment–triangle test (relative to the triangle's size).
+EDGE_TOLERANCE = 1e-6
 from ..packing.queries import (STACK_DEPTH, _box_distance_squared, _triangle_distance_squared,
                                closest_on_triangle)
 
@@ -370,13 +373,15 @@ def segment_triangle(p0x, p0y, p0z, ex, ey, ez, vertices, tri):
     sy = p0y - ay
     sz = p0z - az
     u = (sx * hx + sy * hy + sz * hz) * inv
-    if u < 0.0 or u > 1.0:
+    # A small tolerance makes the test watertight: a segment through an edge or vertex shared by two
+    # triangles would otherwise be missed by both when rounding puts it just outside each.
+    if u < -EDGE_TOLERANCE or u > 1.0 + EDGE_TOLERANCE:
         return -1.0, 0.0, 0.0
     qx = sy * e1z - sz * e1y
     qy = sz * e1x - sx * e1z
     qz = sx * e1y - sy * e1x
     v = (ex * qx + ey * qy + ez * qz) * inv
-    if v < 0.0 or u + v > 1.0:
+    if v < -EDGE_TOLERANCE or u + v > 1.0 + EDGE_TOLERANCE:
         return -1.0, 0.0, 0.0
     s = (e2x * qx + e2y * qy + e2z * qz) * inv
     if s < 0.0 or s > 1.0:
