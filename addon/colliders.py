@@ -36,19 +36,9 @@ def collider_deforms(obj: bpy.types.Object) -> bool:
 
 def _evaluated_world_mesh(obj, depsgraph, matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """World vertices [m] float32 (V, 3) and triangles int32 (T, 3) of the evaluated mesh."""
-    evaluated = obj.evaluated_get(depsgraph)
-    mesh = evaluated.to_mesh()
-    try:
-        mesh.calc_loop_triangles()
-        local = np.empty(len(mesh.vertices) * 3, np.float32)
-        mesh.vertices.foreach_get("co", local)
-        triangles = np.empty(len(mesh.loop_triangles) * 3, np.int32)
-        mesh.loop_triangles.foreach_get("vertices", triangles)
-    finally:
-        evaluated.to_mesh_clear()
-    local = local.reshape(-1, 3).astype(np.float64)
-    world = local @ matrix[:3, :3].T + matrix[:3, 3]
-    return world.astype(np.float32), triangles.reshape(-1, 3)
+    local, triangles = mesh_blender_to_arrays(obj, depsgraph)
+    world = local.astype(np.float64) @ matrix[:3, :3].T + matrix[:3, 3]
+    return world.astype(np.float32), triangles
 
 
 def _rotations_with_constant_shape(linear: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
