@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import MochiError
+from ..packing.mesh import check_triangle_arrays, read_trimesh
 from .motion import DeformMotion, RigidMotionAnalytic, RigidMotionKeyframes
 
 Motion = RigidMotionAnalytic | RigidMotionKeyframes | DeformMotion | None
@@ -104,22 +105,11 @@ def check_collider_mesh(vertices, triangles, name: str) -> tuple[np.ndarray, np.
     Raises:
         MochiError: no faces, bad shapes, indices out of range, or NaN/infinite vertices.
     """
-    vertices = np.ascontiguousarray(vertices, dtype=np.float64)
     triangles = np.asarray(triangles)
-    if triangles.size == 0:
-        raise MochiError(f"The collider '{name}' has no faces, so grains would have nothing to touch.")
-    if vertices.ndim != 2 or vertices.shape[1] != 3 or triangles.ndim != 2 or triangles.shape[1] != 3:
-        raise MochiError(f"The collider '{name}' must have vertices of shape (n, 3) and triangles of shape (m, 3), "
-                         f"not {vertices.shape} and {triangles.shape}.")
-    if not np.issubdtype(triangles.dtype, np.integer):
+    if triangles.size and not np.issubdtype(triangles.dtype, np.integer):
         raise MochiError(f"The collider '{name}' has triangle indices that are not integers.")
-    triangles = np.ascontiguousarray(triangles, dtype=np.int64)
-    if triangles.min() < 0 or triangles.max() >= len(vertices):
-        raise MochiError(f"The collider '{name}' has a triangle index outside 0..{len(vertices) - 1}.")
-    bad = ~np.isfinite(vertices).all(axis=1)
-    if bad.any():
-        raise MochiError(f"The collider '{name}' has a NaN or infinite coordinate at vertex {int(np.flatnonzero(bad)[0])}.")
-    return vertices, triangles
+    return check_triangle_arrays(vertices, triangles, f"The collider '{name}'",
+                                 "so grains would have nothing to touch")
 
 
 def load_collider_mesh(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
@@ -128,7 +118,5 @@ def load_collider_mesh(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]
     Raises:
         MochiError: the file is missing or unreadable, has no faces or holds NaN coordinates.
     """
-    from ..packing.mesh import read_trimesh
-
     mesh = read_trimesh(path, role="collider mesh file", why_faces="so grains would have nothing to touch")
     return check_collider_mesh(mesh.vertices, mesh.faces, str(path))

@@ -75,6 +75,32 @@ def load_mesh_file(path: str | os.PathLike) -> MeshArrays:
     return check_mesh(mesh.vertices, mesh.faces, vertex_colors=colors, name=f"The mesh file '{path}'")
 
 
+def check_triangle_arrays(vertices, triangles, name: str, why_faces: str) -> tuple[np.ndarray, np.ndarray]:
+    """Contiguous float64 (V, 3) vertices and int64 (T, 3) triangles, checked.
+
+    Args:
+        name: Subject of the error sentences ("The mesh", "The collider 'x'").
+        why_faces: End of the sentence when there are no faces.
+
+    Raises:
+        MochiError: no faces, bad shapes, indices out of range, or NaN/infinite vertices.
+    """
+    vertices = np.ascontiguousarray(vertices, dtype=np.float64)
+    triangles = np.asarray(triangles)
+    if triangles.size == 0:
+        raise MochiError(f"{name} has no faces, {why_faces}.")
+    if vertices.ndim != 2 or vertices.shape[1] != 3 or triangles.ndim != 2 or triangles.shape[1] != 3:
+        raise MochiError(f"{name} must have vertices of shape (n, 3) and triangles of shape (m, 3), "
+                         f"not {vertices.shape} and {triangles.shape}.")
+    triangles = np.ascontiguousarray(triangles, dtype=np.int64)
+    if triangles.min() < 0 or triangles.max() >= len(vertices):
+        raise MochiError(f"{name} has a triangle index outside 0..{len(vertices) - 1}.")
+    bad = ~np.isfinite(vertices).all(axis=1)
+    if bad.any():
+        raise MochiError(f"{name} has a NaN or infinite coordinate at vertex {int(np.flatnonzero(bad)[0])}.")
+    return vertices, triangles
+
+
 def check_mesh(vertices, triangles, *, vertex_colors=None, name: str = "The mesh") -> MeshArrays:
     """Validate and convert triangle arrays.
 
@@ -87,19 +113,7 @@ def check_mesh(vertices, triangles, *, vertex_colors=None, name: str = "The mesh
     Raises:
         MochiError: no faces, bad shapes, indices out of range, or NaN/infinite vertices.
     """
-    vertices = np.asarray(vertices, dtype=np.float64)
-    triangles = np.asarray(triangles)
-    if triangles.size == 0:
-        raise MochiError(f"{name} has no faces, so it encloses no volume to fill.")
-    if vertices.ndim != 2 or vertices.shape[1] != 3 or triangles.ndim != 2 or triangles.shape[1] != 3:
-        raise MochiError(f"{name} must have vertices of shape (n, 3) and triangles of shape (m, 3), "
-                         f"not {vertices.shape} and {triangles.shape}.")
-    triangles = triangles.astype(np.int64)
-    if triangles.min() < 0 or triangles.max() >= len(vertices):
-        raise MochiError(f"{name} has a triangle index outside 0..{len(vertices) - 1}.")
-    bad = ~np.isfinite(vertices).all(axis=1)
-    if bad.any():
-        raise MochiError(f"{name} has a NaN or infinite coordinate at vertex {int(np.flatnonzero(bad)[0])}.")
+    vertices, triangles = check_triangle_arrays(vertices, triangles, name, "so it encloses no volume to fill")
     colors = None
     if vertex_colors is not None:
         colors = np.asarray(vertex_colors, dtype=np.float32)
