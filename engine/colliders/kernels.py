@@ -35,7 +35,7 @@ from ..packing.bvh import KERNEL_OPTIONS
 #: Barycentric slack of the swept segment–triangle test (relative to the triangle's size).
 EDGE_TOLERANCE = 1e-6
 from ..packing.queries import (STACK_DEPTH, _box_distance_squared, _triangle_distance_squared,
-                               closest_on_triangle)
+                               closest_on_triangle, triangle_edges)
 
 #: Distinct touching spots kept per grain and collider (a box corner seen from inside has 3).
 MAX_CONTACTS = 4
@@ -183,15 +183,7 @@ def distinct_contacts(found, cand_tri, cand_geo, vertices, triangles, tolerance2
 
 @njit(**KERNEL_OPTIONS)
 def _face_normal(vertices, tri):
-    ax = vertices[tri[0], 0]
-    ay = vertices[tri[0], 1]
-    az = vertices[tri[0], 2]
-    ux = vertices[tri[1], 0] - ax
-    uy = vertices[tri[1], 1] - ay
-    uz = vertices[tri[1], 2] - az
-    vx = vertices[tri[2], 0] - ax
-    vy = vertices[tri[2], 1] - ay
-    vz = vertices[tri[2], 2] - az
+    ax, ay, az, ux, uy, uz, vx, vy, vz = triangle_edges(vertices, tri)
     nx = uy * vz - uz * vy
     ny = uz * vx - ux * vz
     nz = ux * vy - uy * vx
@@ -353,15 +345,7 @@ def segment_triangle(p0x, p0y, p0z, ex, ey, ez, vertices, tri):
     Returns:
         (s, w1, w2) of the hit (barycentric weights of corners 1 and 2), or s = −1 when there is none.
     """
-    ax = vertices[tri[0], 0]
-    ay = vertices[tri[0], 1]
-    az = vertices[tri[0], 2]
-    e1x = vertices[tri[1], 0] - ax
-    e1y = vertices[tri[1], 1] - ay
-    e1z = vertices[tri[1], 2] - az
-    e2x = vertices[tri[2], 0] - ax
-    e2y = vertices[tri[2], 1] - ay
-    e2z = vertices[tri[2], 2] - az
+    ax, ay, az, e1x, e1y, e1z, e2x, e2y, e2z = triangle_edges(vertices, tri)
     hx = ey * e2z - ez * e2y
     hy = ez * e2x - ex * e2z
     hz = ex * e2y - ey * e2x

@@ -129,21 +129,23 @@ def _winding_kernel(points, vertices, triangles, order, left, start, count, norm
 
 
 @njit(**KERNEL_OPTIONS)
+def triangle_edges(vertices, tri):
+    """Corner a of a triangle and its edges b − a and c − a [m], as nine scalars."""
+    ax = vertices[tri[0], 0]
+    ay = vertices[tri[0], 1]
+    az = vertices[tri[0], 2]
+    return (ax, ay, az, vertices[tri[1], 0] - ax, vertices[tri[1], 1] - ay, vertices[tri[1], 2] - az,
+            vertices[tri[2], 0] - ax, vertices[tri[2], 1] - ay, vertices[tri[2], 2] - az)
+
+
+@njit(**KERNEL_OPTIONS)
 def closest_on_triangle(px, py, pz, vertices, tri):
     """Closest point q of a triangle to p and its barycentric weights (Ericson, RTCD §5.1.5).
 
     Returns:
         (|p − q|² [m²], qx, qy, qz, weight of corner 0, 1, 2).
     """
-    ax = vertices[tri[0], 0]
-    ay = vertices[tri[0], 1]
-    az = vertices[tri[0], 2]
-    abx = vertices[tri[1], 0] - ax
-    aby = vertices[tri[1], 1] - ay
-    abz = vertices[tri[1], 2] - az
-    acx = vertices[tri[2], 0] - ax
-    acy = vertices[tri[2], 1] - ay
-    acz = vertices[tri[2], 2] - az
+    ax, ay, az, abx, aby, abz, acx, acy, acz = triangle_edges(vertices, tri)
     apx = px - ax
     apy = py - ay
     apz = pz - az
