@@ -9,6 +9,7 @@ Public nouns (see docs/architecture in README):
     Simulation a model, a state and a backend that steps them (engine.simulation)
 """
 
+import hashlib
 import os
 import sys
 from pathlib import Path
@@ -31,17 +32,34 @@ def _numba_cache_folder() -> str:
     return str(Path(base) / __name__)
 
 
+def _source_digest() -> str:
+    """Short hash of the engine's Python sources (about 1 ms).
+
+    numba checks a cached kernel against the timestamp of the file that defines it only, not of the
+    files whose jitted functions it inlines (engine.packing.queries into engine.colliders.kernels), so
+    after an upgrade it would run stale code; a cache folder per source version rules that out.
+    """
+    digest = hashlib.sha256()
+    root = Path(__file__).resolve().parent
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
 def set_numba_cache_folder(folder: str) -> None:
-    """Make numba cache the engine's kernels in ``folder`` (call before the kernels are imported:
-    numba fixes a kernel's cache folder when the kernel is decorated).
+    """Make numba cache the engine's kernels under ``folder``, in a subfolder per version of the
+    engine's sources (call before the kernels are imported: numba fixes a kernel's cache folder when
+    the kernel is decorated).
 
     The Blender extension points it at its user folder, which Blender removes on uninstall.
     """
+    folder = str(Path(folder) / _source_digest())
     # Always set, never 'setdefault': a child process inherits the variable from a parent that may
     # have imported this package under another name.
-    os.environ["NUMBA_CACHE_DIR"] = str(folder)
+    os.environ["NUMBA_CACHE_DIR"] = folder
     if "numba" in sys.modules:  # already configured from the environment at its import
-        sys.modules["numba"].config.CACHE_DIR = str(folder)
+        sys.modules["numba"].config.CACHE_DIR = folder
 
 
 set_numba_cache_folder(_numba_cache_folder())

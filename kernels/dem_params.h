@@ -60,3 +60,26 @@ struct OptixDemParams {
     float ray_tmax;             // length of the point rays [m]
     int pad;
 };
+
+// One triangle-mesh collider on the device (kernels/colliders.cu; engine/backends/gpu_colliders.py).
+// The tree is engine.packing.bvh's flat layout, built and refit on the host (engine.colliders.tree)
+// and uploaded with the vertices whenever the collider moves.
+struct ColliderParams {
+    const double* vertices;         // (V, 3) world positions at the current time [m]
+    const double* vertex_velocity;  // (V, 3) [m/s]
+    const double* displacement;     // (V, 3) motion over the last step [m] (swept test)
+    const int* triangles;           // (T, 3) vertex indices
+    const int* order;               // (T,) triangles in leaf order
+    const double* box_lo;           // (nodes, 3) node boxes [m]
+    const double* box_hi;           // (nodes, 3)
+    const int* left;                // (nodes,) first child (the second follows it), −1 at a leaf
+    const int* start;               // (nodes,) a leaf's first entry in order
+    const int* count;               // (nodes,) a leaf's triangle count
+    const double* beta;             // (M,) damping ratio of each material against this collider
+    const double* mu;               // (M,) friction coefficient
+    const double* restitution;      // (M,) restitution (swept test)
+    const float4* old_pos;          // (n,) centres before the step, w = radius (swept test)
+    unsigned int* corrections;      // swept-test corrections so far (one counter)
+    double half_thickness;          // thickness / 2 [m]
+    double stiffness;               // normal stiffness k [N/m], in double as the CPU reference uses it
+};

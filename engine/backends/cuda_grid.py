@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from .base import Backend, StepTimings
+from .gpu_colliders import DeviceColliders
 from .gpu_runtime import (BLOCK, DeviceParticles, PhaseTimer, blocks, device_summary, import_cupy, raw_module,
                           BucketSorter)
 from ..model import Model
@@ -43,6 +44,7 @@ class BackendCudaGrid(Backend):
         self.cp = import_cupy()
         n = model.particle_count
         self.particles = DeviceParticles(model)
+        self.colliders = DeviceColliders.for_model(self.particles)
         cell = 2.0 * float(model.radius.max())
         total_bits = max(12, int(np.ceil(np.log2(max(BUCKETS_PER_PARTICLE * n, 2)))))
         self.grid_bits = tuple(total_bits // 3 + (1 if axis < total_bits % 3 else 0) for axis in range(3))
@@ -67,6 +69,8 @@ class BackendCudaGrid(Backend):
     def set_state(self, state: State) -> None:
         self.particles.upload(state)
         self.needs_rebuild = True
+        if self.colliders is not None:
+            self.colliders.reset()
         self.has_state = True
 
     def get_state(self) -> State:
@@ -96,8 +100,14 @@ class BackendCudaGrid(Backend):
             self._bucket()
             e1 = self.timer.event()
             self._forces(blocks(p.particle_count), (BLOCK,), (p.params, self.sorter.start, self.sorter.sorted, self.pos_sorted))
+            if self.colliders is not None:
+                self.colliders.add_forces(p.step_index)
             e2 = self.timer.event()
+            if self.colliders is not None:
+                self.colliders.remember_positions()
             p.integrate()
+            if self.colliders is not None:
+                self.colliders.sweep(p.step_index)  # the end of the step: integrate advanced it
             e3 = self.timer.event()
             self.timer.mark("build_s", e0, e1)
             self.timer.mark("detect_s", e1, e2)

@@ -58,6 +58,14 @@ OPTIX_DEM_PARAMS_DTYPE = np.dtype({
     "formats": [DEM_PARAMS_DTYPE, "u8", "u8", "u8", "u4", "i4", "f4", "i4"],
 }, align=True)
 
+#: Host mirror of ``struct ColliderParams`` (kernels/dem_params.h).
+COLLIDER_PARAMS_DTYPE = np.dtype({
+    "names": ["vertices", "vertex_velocity", "displacement", "triangles", "order", "box_lo", "box_hi", "left",
+              "start", "count", "beta", "mu", "restitution", "old_pos", "corrections", "half_thickness",
+              "stiffness"],
+    "formats": ["u8"] * 15 + ["f8", "f8"],
+}, align=True)
+
 
 class GpuUnavailable(MochiError):
     """A GPU backend cannot start here; the message says why in one sentence."""
@@ -156,29 +164,34 @@ def compile_ptx(source: str, options: list[str], *, name: str = "program.cu") ->
 _MODULES: dict[str, object] = {}
 
 
-def raw_module(name: str, *, defines: tuple[str, ...] = ()):
-    """``cupy.RawModule`` of kernels/``name`` with ``-D`` ``defines`` (compiled once per process,
-    cached on disk by CuPy)."""
-    key = "\0".join((name, *defines))
+def raw_module(name: str, *, defines: tuple[str, ...] = (), options: tuple[str, ...] = ()):
+    """``cupy.RawModule`` of kernels/``name`` with ``-D`` ``defines`` and further NVRTC ``options``
+    (compiled once per process, cached on disk by CuPy)."""
+    key = "\0".join((name, *defines, *options))
     if key not in _MODULES:
         import cupy
 
-        options = ("-std=c++17", *(f"-D{d}" for d in defines))
+        options = ("-std=c++17", *(f"-D{d}" for d in defines), *options)
         _MODULES[key] = cupy.RawModule(code=kernel_source(name), options=options)
     return _MODULES[key]
 
 
-def check_friction_model(physics) -> None:
+def check_friction_model(physics, colliders=None) -> None:
     """Refuse a history-dependent friction model the GPU kernels do not implement.
 
     The kernels evaluate the history-free tangential law of engine.contact_law ('damper'). With every
     friction coefficient zero (the paper's benchmarks) 'spring' and 'damper' are the same law.
 
+    Args:
+        physics: The model's ``Physics``.
+        colliders: The model's ``ColliderSet`` or None (their surface friction counts too).
+
     Raises:
-        MochiError: friction_model 'spring' with a non-zero particle or wall friction.
+        MochiError: friction_model 'spring' with a non-zero particle, wall or collider friction.
     """
     model = getattr(physics, "friction_model", "damper")
-    frictional = any(m.friction > 0 for m in physics.materials) or physics.domain.wall_friction > 0
+    frictional = (any(m.friction > 0 for m in physics.materials) or physics.domain.wall_friction > 0
+                  or (colliders is not None and any(c.friction > 0 for c in colliders.colliders)))
     if model != "damper" and frictional:
         raise MochiError(f"The GPU backends implement friction_model 'damper' only, but the physics uses "
                          f"'{model}' with non-zero friction; set friction_model = 'damper' or use the cpu backend.")
@@ -251,9 +264,7 @@ class DeviceParticles:
         self.cp = cupy
         self.model = model
         physics = model.physics
-        check_friction_model(physics)
-        if model.colliders is not None:
-            raise MochiError("Mesh colliders run on the cpu backend only for now; use --backend cpu.")
+        check_friction_model(physics, model.colliders)
         n = model.particle_count
         self.particle_count = n
         self.pos = cupy.zeros((n, 4), cupy.float32)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from .base import Backend, StepTimings
+from .gpu_colliders import DeviceColliders
 from .gpu_runtime import (BLOCK, OPTIX_DEM_PARAMS_DTYPE, DeviceParticles, GpuUnavailable, PhaseTimer, blocks,
                           compile_ptx, cuda_include_dirs, device_summary, import_cupy, import_optix,
                           kernel_source, raw_module)
@@ -139,6 +140,7 @@ class BackendOptix(Backend):
         cp, optix = self.cp, self.optix
         n = model.particle_count
         self.particles = DeviceParticles(model)
+        self.colliders = DeviceColliders.for_model(self.particles)
         self.rt = OptixPipeline(optix, cp)
         self.aabb = cp.zeros((n, 6), cp.float32)
         self.accel_options = {
@@ -185,6 +187,8 @@ class BackendOptix(Backend):
     def set_state(self, state: State) -> None:
         self.particles.upload(state)
         self.needs_rebuild = True
+        if self.colliders is not None:
+            self.colliders.reset()
 
     def get_state(self) -> State:
         return self.particles.download()
@@ -227,8 +231,14 @@ class BackendOptix(Backend):
             e1 = self.timer.event()
             p.force.fill(0)
             self._launch()
+            if self.colliders is not None:
+                self.colliders.add_forces(p.step_index)
             e2 = self.timer.event()
+            if self.colliders is not None:
+                self.colliders.remember_positions()
             p.integrate()
+            if self.colliders is not None:
+                self.colliders.sweep(p.step_index)  # the end of the step: integrate advanced it
             e3 = self.timer.event()
             self.timer.mark("build_s", e0, e1)
             self.timer.mark("detect_s", e1, e2)

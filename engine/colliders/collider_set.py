@@ -27,8 +27,12 @@ HISTORY_PREFIX = "collider_"
 
 
 @dataclass(eq=False)
-class _ColliderRuntime:
+class ColliderRuntime:
     """Where one collider is now: its vertices at ``time``, at the previous time, and its tree.
+
+    The CPU hooks below and the GPU backends (``engine.backends.gpu_colliders``) read these fields
+    after ``ColliderSet.advance``: ``vertices``, ``velocities`` and ``previous`` are float64 (V, 3)
+    [m], [m/s], [m]; ``tree`` is the ``ColliderTree`` over ``vertices``.
 
     ``clock`` sums the largest vertex displacement of every step [m]: how far any point of the surface
     can have moved since an earlier clock reading (the grains' clearance test).
@@ -69,6 +73,13 @@ class _ColliderRuntime:
             self.clock += float(np.sqrt(((self.vertices - self.previous) ** 2).sum(axis=1)).max())
         self.time = time
 
+    def displacement(self) -> tuple[np.ndarray, float]:
+        """Vertex displacement over the last advance [m], (V, 3), and its largest length [m]."""
+        if not self.collider.moving:
+            return self.velocities, 0.0  # a static collider's are all zero
+        displacement = self.vertices - self.previous
+        return displacement, float(np.sqrt((displacement ** 2).sum(axis=1)).max())
+
     def forget(self) -> None:
         """Drop the moving state (a static collider keeps its tree: it never changes)."""
         if self.collider.moving:
@@ -88,7 +99,7 @@ class ColliderSet:
 
     colliders: tuple[Collider, ...]
     swept_corrections: int = 0
-    _runtime: list[_ColliderRuntime] = field(default_factory=list, repr=False)
+    _runtime: list[ColliderRuntime] = field(default_factory=list, repr=False)
     _springs: np.ndarray | None = field(default=None, repr=False)
     _normals: np.ndarray | None = field(default=None, repr=False)
     _counts: np.ndarray | None = field(default=None, repr=False)
@@ -106,7 +117,7 @@ class ColliderSet:
         for c in self.colliders:
             if not isinstance(c, Collider):
                 raise MochiError(f"Colliders must be engine.colliders.Collider objects, not {type(c).__name__}.")
-        self._runtime = [_ColliderRuntime(c) for c in self.colliders]
+        self._runtime = [ColliderRuntime(c) for c in self.colliders]
 
     def __len__(self) -> int:
         return len(self.colliders)
@@ -114,6 +125,16 @@ class ColliderSet:
     def max_surface_speed(self) -> float:
         """Fastest any collider surface moves [m/s] (an upper bound, for the time-step choice)."""
         return max(c.max_surface_speed() for c in self.colliders)
+
+    def advance(self, time: float) -> tuple[ColliderRuntime, ...]:
+        """Move every collider to ``time`` [s] (vertices, vertex velocities, tree); their runtimes in order."""
+        for runtime in self._runtime:
+            runtime.advance(time)
+        return tuple(self._runtime)
+
+    def fresh_copy(self) -> ColliderSet:
+        """The same colliders with a motion and contact state of their own (for a second backend)."""
+        return ColliderSet(self.colliders)
 
     # --- solver hooks -----------------------------------------------------------------------------
 
@@ -129,11 +150,10 @@ class ColliderSet:
         """
         n = positions.shape[0]
         self._ensure_arrays(n)
-        beta, mu, _ = self._material_tables(physics)
+        beta, mu, _ = self.material_tables(physics)
         self._last_materials = material_index
         spring = physics.friction_model == "spring"
-        for index, runtime in enumerate(self._runtime):
-            runtime.advance(time)
+        for index, runtime in enumerate(self.advance(time)):
             collider = runtime.collider
             k.collider_forces(positions, velocities, radius, mass, material_index, active, force, runtime.vertices,
                               runtime.velocities, collider.triangles, *runtime.tree.arrays(),
@@ -148,18 +168,13 @@ class ColliderSet:
         from and their normal velocity (relative to the surface) is reflected with the restitution.
         ``positions`` and ``velocities`` (float32 (n, 3)) are corrected in place.
         """
-        _, _, restitution = self._material_tables(physics)
+        _, _, restitution = self.material_tables(physics)
         self._ensure_arrays(positions.shape[0])
         materials = self._last_materials
         if materials is None or materials.shape[0] != positions.shape[0]:
             materials = np.zeros(positions.shape[0], np.int32)
-        for index, runtime in enumerate(self._runtime):
-            runtime.advance(time_new)
-            if runtime.collider.moving:
-                displacement = runtime.vertices - runtime.previous
-                displacement_max = float(np.sqrt((displacement ** 2).sum(axis=1)).max())
-            else:
-                displacement, displacement_max = runtime.velocities, 0.0  # a static collider's are all zero
+        for index, runtime in enumerate(self.advance(time_new)):
+            displacement, displacement_max = runtime.displacement()
             self.swept_corrections += k.sweep(
                 old_positions, positions, velocities, radius, materials, active, runtime.vertices, displacement,
                 runtime.velocities, runtime.collider.triangles, *runtime.tree.arrays(), displacement_max,
@@ -248,7 +263,7 @@ class ColliderSet:
             self._normals[p["collider_index"], p["collider_particle"]] = p["collider_normal"]
             self._pending = None
 
-    def _material_tables(self, physics) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def material_tables(self, physics) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """β, μ and restitution of every (collider, material) pair, float64 (C, M) each, averaged as walls."""
         materials = physics.materials
         if self._tables is None or self._tables[0] != materials:

@@ -173,11 +173,14 @@ def closest_on_triangle(px, py, pz, vertices, tri):
             v = 1.0
         elif d6 >= 0.0 and d5 <= d6:
             w = 1.0
-        elif vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0:
+        # Each edge region needs its edge to have a length (d1 − d3 = |ab|², d2 − d6 = |ac|²,
+        # (d4 − d3) + (d5 − d6) = |bc|²): with two corners at one point (a collapsed or welded
+        # triangle) the other edges give the answer, where 0/0 would have given NaN.
+        elif vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0 and d1 - d3 > 0.0:
             v = d1 / (d1 - d3)
-        elif vb <= 0.0 and d2 >= 0.0 and d6 <= 0.0:
+        elif vb <= 0.0 and d2 >= 0.0 and d6 <= 0.0 and d2 - d6 > 0.0:
             w = d2 / (d2 - d6)
-        elif va <= 0.0 and (d4 - d3) >= 0.0 and (d5 - d6) >= 0.0:
+        elif va <= 0.0 and (d4 - d3) >= 0.0 and (d5 - d6) >= 0.0 and (d4 - d3) + (d5 - d6) > 0.0:
             w = (d4 - d3) / ((d4 - d3) + (d5 - d6))
             v = 1.0 - w
         else:

@@ -17,7 +17,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.backends.gpu_runtime import DEM_PARAMS_DTYPE, KERNEL_DIR, OPTIX_DEM_PARAMS_DTYPE, kernel_source
+from engine.backends.gpu_colliders import COLLIDER_OPTIONS, collider_defines
+from engine.backends.gpu_runtime import (COLLIDER_PARAMS_DTYPE, DEM_PARAMS_DTYPE, KERNEL_DIR, OPTIX_DEM_PARAMS_DTYPE,
+                                        kernel_source)
 
 NVCC = shutil.which("nvcc")
 pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
@@ -38,13 +40,15 @@ def nvcc(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([NVCC, "-std=c++17", *args], capture_output=True, text=True, timeout=300)
 
 
-@pytest.mark.parametrize("name", ["dem_common.cu", "grid.cu"])
+@pytest.mark.parametrize("name", ["dem_common.cu", "grid.cu", "colliders.cu"])
 def test_cuda_kernels_compile_to_ptx(name, tmp_path):
     # Compile the include-expanded text, which is exactly what NVRTC is given at run time.
     source = tmp_path / name
     source.write_text(kernel_source(name))
     out = tmp_path / "out.ptx"
-    result = nvcc(f"-arch={ARCH}", "--ptx", *WERROR, "-o", str(out), str(source))
+    # The launcher's defines and options (colliders.cu: the CPU reference's constants, --fmad=false).
+    extra = [*(f"-D{d}" for d in collider_defines()), *COLLIDER_OPTIONS] if name == "colliders.cu" else []
+    result = nvcc(f"-arch={ARCH}", "--ptx", *WERROR, *extra, "-o", str(out), str(source))
     assert result.returncode == 0, result.stderr
     ptx = out.read_text()
     entries = set(re.findall(r"\.entry\s+(\w+)", ptx))
@@ -83,6 +87,10 @@ def test_optix_program_compiles_to_ptx(tmp_path):
     assert "_optix_trace_typed_32" in ptx and "_optix_report_intersection" not in ptx
 
 
+STRUCTS = (("DemParams", DEM_PARAMS_DTYPE), ("OptixDemParams", OPTIX_DEM_PARAMS_DTYPE),
+           ("ColliderParams", COLLIDER_PARAMS_DTYPE))
+
+
 def _host_layout(tmp_path: Path) -> dict[str, int]:
     """sizeof/offsetof of the structs as the C++ compiler lays them out, printed by a host program."""
     lines = ["#include <cstdio>", "#include <cstddef>", '#include "dem_params.h"', "int main() {"]
@@ -92,6 +100,9 @@ def _host_layout(tmp_path: Path) -> dict[str, int]:
     lines.append('std::printf("OptixDemParams.size %zu\\n", sizeof(OptixDemParams));')
     for field in OPTIX_DEM_PARAMS_DTYPE.names:
         lines.append(f'std::printf("OptixDemParams.{field} %zu\\n", offsetof(OptixDemParams, {field}));')
+    lines.append('std::printf("ColliderParams.size %zu\\n", sizeof(ColliderParams));')
+    for field in COLLIDER_PARAMS_DTYPE.names:
+        lines.append(f'std::printf("ColliderParams.{field} %zu\\n", offsetof(ColliderParams, {field}));')
     lines += ["return 0;", "}"]
     source = tmp_path / "layout.cpp"
     source.write_text("\n".join(lines))
@@ -105,13 +116,13 @@ def _host_layout(tmp_path: Path) -> dict[str, int]:
 
 def test_struct_mirrors_match_header(tmp_path):
     layout = _host_layout(tmp_path)
-    for prefix, dtype in (("DemParams", DEM_PARAMS_DTYPE), ("OptixDemParams", OPTIX_DEM_PARAMS_DTYPE)):
+    for prefix, dtype in STRUCTS:
         assert layout[f"{prefix}.size"] == dtype.itemsize, prefix
         for field in dtype.names:
             assert layout[f"{prefix}.{field}"] == dtype.fields[field][1], f"{prefix}.{field}"
     # Every member of the header is mirrored (a field added to the header alone must fail here).
     header = (KERNEL_DIR / "dem_params.h").read_text()
-    for struct, dtype in (("DemParams", DEM_PARAMS_DTYPE), ("OptixDemParams", OPTIX_DEM_PARAMS_DTYPE)):
+    for struct, dtype in STRUCTS:
         body = re.search(rf"struct {struct} \{{(.*?)\n\}};", header, re.S).group(1)
         members = re.findall(r"^\s+[\w\s\*]+?[\s\*](\w+)(?:\[\d+\])?;", body, re.M)
         assert members == list(dtype.names), struct

@@ -51,3 +51,8 @@ def model_and_state(positions, radius, *, velocities=None, lo=None, hi=None, gra
     if "friction_model" in {f.name for f in dataclasses.fields(Physics)}:
         physics = dataclasses.replace(physics, friction_model="damper")
     return build_model(radius, physics), make_state(positions, velocities)
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(12345)

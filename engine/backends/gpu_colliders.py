@@ -1,0 +1,179 @@
+"""Mesh colliders on the GPU: the launcher of kernels/colliders.cu for the CUDA grid and OptiX backends.
+
+Every step, after the grain–grain forces and around the update (the CPU backend's order):
+
+1. ``add_forces(step)``: each collider is moved to t = step·dt on the host (its motion, vertex
+   velocities and BVH refit/rebuild: ``engine.colliders.ColliderSet.advance``, the CPU reference's own
+   code) and uploaded if it moved; one ``collider_forces`` launch adds every collider's contact forces
+   to the slots' forces (summed per grain in double, rounded once);
+2. ``remember_positions()``: the centres before the update, for the swept test;
+3. ``sweep(step + 1)``: each collider is moved to the end of the step and ``collider_sweep`` (one
+   launch per collider, in order) puts back every grain whose centre path crossed its surface.
+
+The per-grain code (kernels/collider_math.cuh) is the numba reference's line for line in double
+precision, compiled without fused multiply-adds, so on the same grain state a GPU finds the CPU's
+contacts and forces to the bit; trajectories still differ in the last bits because the grain–grain
+kernels work in float32. Contacts use the history-free tangential law ('damper'): the backends refuse
+'spring' with friction (``gpu_runtime.check_friction_model``).
+
+The colliders' motion state is this object's own (``ColliderSet.fresh_copy``), so a CPU backend on
+the same model is not disturbed. Nothing here imports CuPy at module import time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..colliders import ColliderSet
+from ..colliders import kernels as collider_kernels
+from ..packing.queries import STACK_DEPTH
+from .gpu_runtime import BLOCK, COLLIDER_PARAMS_DTYPE, blocks, raw_module
+
+#: NVRTC options of kernels/colliders.cu: IEEE rounding of every operation, as numba does it.
+COLLIDER_OPTIONS = ("--fmad=false",)
+
+
+def collider_defines() -> tuple[str, ...]:
+    """The ``-D`` definitions that give kernels/collider_math.cuh the CPU reference's constants."""
+    k = collider_kernels
+    return (f"COLLIDER_MAX_CONTACTS={k.MAX_CONTACTS}", f"COLLIDER_MAX_CANDIDATES={k.MAX_CANDIDATES}",
+            f"COLLIDER_STACK_DEPTH={STACK_DEPTH}", f"COLLIDER_SWEEP_PASSES={k.SWEEP_PASSES}",
+            f"COLLIDER_EDGE_TOLERANCE={k.EDGE_TOLERANCE!r}",
+            f"COLLIDER_ON_TRIANGLE_TOLERANCE={k.ON_TRIANGLE_TOLERANCE!r}")
+
+
+def tree_arrays_int32(tree) -> dict[str, np.ndarray]:
+    """A ``ColliderTree``'s arrays as the kernels take them: int32 topology, float64 boxes."""
+    return {"order": np.ascontiguousarray(tree.order, np.int32), "box_lo": np.ascontiguousarray(tree.box_lo),
+            "box_hi": np.ascontiguousarray(tree.box_hi), "left": np.ascontiguousarray(tree.left, np.int32),
+            "start": np.ascontiguousarray(tree.start, np.int32), "count": np.ascontiguousarray(tree.count, np.int32)}
+
+
+def fill_collider_params(record, arrays: dict, *, pointer, half_thickness: float, stiffness: float) -> None:
+    """Write one ``ColliderParams`` record (a ``COLLIDER_PARAMS_DTYPE`` element).
+
+    Args:
+        record: The structured element to fill.
+        arrays: Every pointer field's array, by field name (device or host arrays).
+        pointer: Address of an array (``lambda a: a.data.ptr`` for CuPy, ``a.ctypes.data`` for numpy).
+        half_thickness: thickness / 2 [m]; stiffness: normal stiffness k [N/m].
+    """
+    for name in COLLIDER_PARAMS_DTYPE.names:
+        if name in arrays:
+            record[name] = pointer(arrays[name])
+    record["half_thickness"] = half_thickness
+    record["stiffness"] = stiffness
+
+
+class DeviceColliderMesh:
+    """One collider's arrays and launch parameters on the device."""
+
+    def __init__(self, cupy, runtime, beta: np.ndarray, mu: np.ndarray, restitution: np.ndarray, old_pos,
+                 corrections, stiffness: float):
+        self.cp = cupy
+        collider = runtime.collider
+        vertex_count = collider.vertices.shape[0]
+        tree = tree_arrays_int32(runtime.tree)
+        self.arrays = {
+            "vertices": cupy.zeros((vertex_count, 3), cupy.float64),
+            "vertex_velocity": cupy.zeros((vertex_count, 3), cupy.float64),
+            "displacement": cupy.zeros((vertex_count, 3), cupy.float64),
+            "triangles": cupy.asarray(np.ascontiguousarray(collider.triangles, np.int32)),
+            **{name: cupy.asarray(value) for name, value in tree.items()},
+            "beta": cupy.asarray(np.ascontiguousarray(beta, np.float64)),
+            "mu": cupy.asarray(np.ascontiguousarray(mu, np.float64)),
+            "restitution": cupy.asarray(np.ascontiguousarray(restitution, np.float64)),
+            "old_pos": old_pos,
+            "corrections": corrections,
+        }
+        #: This collider's ``ColliderParams`` (host copy; ``DeviceColliders`` uploads them all).
+        self.host_params = np.zeros(1, COLLIDER_PARAMS_DTYPE)
+        fill_collider_params(self.host_params[0], self.arrays, pointer=lambda a: a.data.ptr,
+                             half_thickness=0.5 * collider.thickness, stiffness=stiffness)
+        self.moving = collider.moving
+        self.uploaded_time: float | None = None
+        self.displacement_max = 0.0
+
+    def upload(self, runtime) -> None:
+        """Copy the collider at ``runtime.time`` (vertices, velocities, step displacement, tree) if it moved."""
+        if self.uploaded_time == runtime.time or (not self.moving and self.uploaded_time is not None):
+            return
+        displacement, self.displacement_max = runtime.displacement()
+        self.arrays["vertices"].set(np.ascontiguousarray(runtime.vertices, np.float64))
+        self.arrays["vertex_velocity"].set(np.ascontiguousarray(runtime.velocities, np.float64))
+        self.arrays["displacement"].set(np.ascontiguousarray(displacement, np.float64))
+        for name, value in tree_arrays_int32(runtime.tree).items():
+            if name not in ("left", "start", "count"):  # a median-split tree's layout never changes
+                self.arrays[name].set(value)
+        self.uploaded_time = runtime.time
+
+
+class DeviceColliders:
+    """A model's mesh colliders on the device and the three hooks of a GPU step (module docstring).
+
+    Args:
+        colliders: The model's ``ColliderSet``.
+        particles: The backend's ``gpu_runtime.DeviceParticles``.
+    """
+
+    def __init__(self, colliders: ColliderSet, particles):
+        cupy = particles.cp
+        self.cp = cupy
+        self.particles = particles
+        physics = particles.model.physics
+        self.dt = float(physics.dt)
+        self.set = colliders.fresh_copy()
+        beta, mu, restitution = self.set.material_tables(physics)
+        self.old_pos = cupy.zeros((particles.particle_count, 4), cupy.float32)
+        self.corrections = cupy.zeros(1, cupy.uint32)
+        runtimes = self.set.advance(0.0)  # builds every tree (any time: only the topology is kept)
+        self.meshes = [DeviceColliderMesh(cupy, runtime, beta[index], mu[index], restitution[index], self.old_pos,
+                                          self.corrections, float(physics.stiffness))
+                       for index, runtime in enumerate(runtimes)]
+        # All colliders' parameters in one array (the forces kernel loops over them per grain) and
+        # each one's on its own (the swept test runs one collider at a time, as the CPU does).
+        records = np.concatenate([mesh.host_params for mesh in self.meshes])
+        self.params_all = cupy.asarray(records.view(np.uint8))
+        self.params_each = [cupy.asarray(mesh.host_params.view(np.uint8)) for mesh in self.meshes]
+        module = raw_module("colliders.cu", defines=collider_defines(), options=COLLIDER_OPTIONS)
+        self._forces = module.get_function("collider_forces")
+        self._sweep = module.get_function("collider_sweep")
+        self.reset()
+
+    @classmethod
+    def for_model(cls, particles) -> DeviceColliders | None:
+        """The colliders of ``particles.model`` on the device, or None when it has none."""
+        colliders = particles.model.colliders
+        return None if colliders is None else cls(colliders, particles)
+
+    def reset(self) -> None:
+        """Forget the motion state (a new particle state was uploaded)."""
+        self.set.reset_history()
+        for mesh in self.meshes:
+            mesh.uploaded_time = None
+
+    def _advance(self, step: int):
+        for mesh, runtime in zip(self.meshes, self.set.advance(step * self.dt)):
+            mesh.upload(runtime)
+
+    def add_forces(self, step: int) -> None:
+        """Add every collider's contact forces at t = step·dt to the slots' forces; asynchronous."""
+        self._advance(step)
+        p = self.particles
+        self._forces(blocks(p.particle_count), (BLOCK,), (p.params, self.params_all, np.int32(len(self.meshes))))
+
+    def remember_positions(self) -> None:
+        """Keep the centres before the update for the swept test; asynchronous."""
+        self.old_pos[...] = self.particles.pos
+
+    def sweep(self, step: int) -> None:
+        """Swept test against every collider at t = step·dt (the end of the step); asynchronous."""
+        self._advance(step)
+        p = self.particles
+        for mesh, params in zip(self.meshes, self.params_each):
+            self._sweep(blocks(p.particle_count), (BLOCK,), (p.params, params, np.float64(mesh.displacement_max)))
+
+    @property
+    def swept_corrections(self) -> int:
+        """Grains the swept test has put back so far (synchronises)."""
+        return int(self.corrections.get()[0])
