@@ -10,7 +10,7 @@
 #pragma once
 #include "dem_params.h"
 
-#if defined(__CUDACC__)
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #define COLLIDER_HD __host__ __device__ __forceinline__
 #else
 #include <vector_functions.h>  // make_double3 on the host
@@ -174,17 +174,48 @@ COLLIDER_HD void collider_surface_velocity(const ColliderParams& C, int t, doubl
     sz = w0 * a[2] + w1 * b[2] + w2 * c[2];
 }
 
-// Triangles closer than sqrt(reach2) to p, the closest COLLIDER_MAX_CANDIDATES sorted by (d², index)
-// (kernels.gather_candidates). Only d² and the index are kept: the closest points are recomputed
-// where needed, which keeps a GPU thread's scratch small. Returns the candidate count.
-COLLIDER_HD int collider_gather(const ColliderParams& C, double px, double py, double pz, double reach2,
-                                int* stack, int* cand_tri, double* cand_d2) {
-    int found = 0;
+// The candidate triangles of one grain: those closer than the reach, the closest
+// COLLIDER_MAX_CANDIDATES sorted by (d², index) (kernels.gather_candidates). Only d² and the index are
+// kept: the closest points are recomputed where needed, which keeps a GPU thread's scratch small. The
+// list keeps the smallest keys of a total order, so it is the same whatever order the triangles are
+// offered in (a BVH walk here, an OptiX traversal in kernels/optix_colliders.cu).
+struct ColliderCandidates {
+    int found;
+    int tri[COLLIDER_MAX_CANDIDATES];
+    double d2[COLLIDER_MAX_CANDIDATES];
+};
+
+// One grain's proximity query: centre [m] and squared reach [m²], and its candidate list.
+struct ColliderProximity {
+    double px, py, pz, reach2;
+    ColliderCandidates* candidates;
+};
+
+// Offers triangle t to the query (the body of the BVH leaf loop and of the OptiX intersection program).
+COLLIDER_HD void collider_offer_triangle(const ColliderParams& C, int t, const ColliderProximity& q) {
+    const double d2 = collider_closest(C, t, q.px, q.py, q.pz).d2;
+    if (d2 >= q.reach2) return;
+    ColliderCandidates& c = *q.candidates;
+    int k = c.found;
+    while (k > 0 && (c.d2[k - 1] > d2 || (c.d2[k - 1] == d2 && c.tri[k - 1] > t))) --k;
+    if (k >= COLLIDER_MAX_CANDIDATES) return;
+    const int last = c.found < COLLIDER_MAX_CANDIDATES - 1 ? c.found : COLLIDER_MAX_CANDIDATES - 1;
+    for (int m = last; m > k; --m) {
+        c.tri[m] = c.tri[m - 1];
+        c.d2[m] = c.d2[m - 1];
+    }
+    c.tri[k] = t;
+    c.d2[k] = d2;
+    if (c.found < COLLIDER_MAX_CANDIDATES) ++c.found;
+}
+
+// Offers every triangle whose BVH leaf box is within reach (the uploaded engine.packing.bvh tree).
+COLLIDER_HD void collider_gather(const ColliderParams& C, const ColliderProximity& q, int* stack) {
     stack[0] = 0;
     int top = 1;
     while (top > 0) {
         const int node = stack[--top];
-        if (collider_box_distance2(C, node, px, py, pz) >= reach2) continue;
+        if (collider_box_distance2(C, node, q.px, q.py, q.pz) >= q.reach2) continue;
         if (C.left[node] >= 0) {
             stack[top] = C.left[node];
             stack[top + 1] = C.left[node] + 1;
@@ -192,23 +223,9 @@ COLLIDER_HD int collider_gather(const ColliderParams& C, double px, double py, d
             continue;
         }
         for (int slot = C.start[node]; slot < C.start[node] + C.count[node]; ++slot) {
-            const int t = C.order[slot];
-            const double d2 = collider_closest(C, t, px, py, pz).d2;
-            if (d2 >= reach2) continue;
-            int k = found;
-            while (k > 0 && (cand_d2[k - 1] > d2 || (cand_d2[k - 1] == d2 && cand_tri[k - 1] > t))) --k;
-            if (k >= COLLIDER_MAX_CANDIDATES) continue;
-            const int last = found < COLLIDER_MAX_CANDIDATES - 1 ? found : COLLIDER_MAX_CANDIDATES - 1;
-            for (int m = last; m > k; --m) {
-                cand_tri[m] = cand_tri[m - 1];
-                cand_d2[m] = cand_d2[m - 1];
-            }
-            cand_tri[k] = t;
-            cand_d2[k] = d2;
-            if (found < COLLIDER_MAX_CANDIDATES) ++found;
+            collider_offer_triangle(C, C.order[slot], q);
         }
     }
-    return found;
 }
 
 // The wall form of the contact law (kernels._contact with spring = False) in double: force on the
@@ -240,36 +257,29 @@ COLLIDER_HD void collider_contact(double dx, double dy, double dz, double dist, 
     }
 }
 
-// Force [N] of one collider on the grain in slot i, summed over its contacts in double
-// (kernels.collider_forces, 'damper' friction, without the clearance cache: the cache only skips
-// work, never changes a result). Zero for an inactive slot.
-COLLIDER_HD double3 collider_grain_force_sum(const DemParams& P, const ColliderParams& C, int i) {
+// Force [N] on the grain in slot i from its candidate triangles, summed over the distinct touching
+// spots in double (kernels.collider_forces, 'damper' friction).
+COLLIDER_HD double3 collider_resolve(const DemParams& P, const ColliderParams& C, int i,
+                                     const ColliderCandidates& candidates) {
     double3 sum = make_double3(0.0, 0.0, 0.0);
     const unsigned int info = P.info[i];
-    if (!(info & DEM_INFO_ACTIVE)) return sum;
     const float4 p4 = P.pos[i];
     const float4 v4 = P.vel[i];
     const double px = (double)p4.x, py = (double)p4.y, pz = (double)p4.z;
     const double reach = (double)p4.w + C.half_thickness;
-    const double reach2 = reach * reach;
-    if (collider_box_distance2(C, 0, px, py, pz) >= reach2) return sum;
-    int stack[COLLIDER_STACK_DEPTH];
-    int cand_tri[COLLIDER_MAX_CANDIDATES];
-    double cand_d2[COLLIDER_MAX_CANDIDATES];
-    const int found = collider_gather(C, px, py, pz, reach2, stack, cand_tri, cand_d2);
     const double tolerance = COLLIDER_ON_TRIANGLE_TOLERANCE * reach;
     const double tolerance2 = tolerance * tolerance;
     const int material = (int)(info >> DEM_INFO_MATERIAL_SHIFT);
     const double m = (double)v4.w;
     int kept = 0;
-    for (int a = 0; a < found && kept < COLLIDER_MAX_CONTACTS; ++a) {
-        const int t = cand_tri[a];
+    for (int a = 0; a < candidates.found && kept < COLLIDER_MAX_CONTACTS; ++a) {
+        const int t = candidates.tri[a];
         const ColliderClosest q = collider_closest(C, t, px, py, pz);
         // A spot that also lies on a closer candidate is not a distinct touching spot (kernels module
         // docstring): a neighbour slopes closer, or it is an edge or corner seen from another face.
         bool covered = false;
         for (int b = 0; b < a && !covered; ++b) {
-            covered = collider_closest(C, cand_tri[b], q.qx, q.qy, q.qz).d2 <= tolerance2;
+            covered = collider_closest(C, candidates.tri[b], q.qx, q.qy, q.qz).d2 <= tolerance2;
         }
         if (covered) continue;
         ++kept;
@@ -292,9 +302,37 @@ COLLIDER_HD double3 collider_grain_force_sum(const DemParams& P, const ColliderP
     return sum;
 }
 
+// The proximity query of the active grain in slot i against collider C (reach r + thickness/2).
+COLLIDER_HD ColliderProximity collider_proximity(const DemParams& P, const ColliderParams& C, int i,
+                                                 ColliderCandidates& candidates) {
+    const float4 p4 = P.pos[i];
+    const double reach = (double)p4.w + C.half_thickness;
+    candidates.found = 0;
+    ColliderProximity q;
+    q.px = (double)p4.x;
+    q.py = (double)p4.y;
+    q.pz = (double)p4.z;
+    q.reach2 = reach * reach;
+    q.candidates = &candidates;
+    return q;
+}
+
+// Force [N] of one collider on the grain in slot i through the uploaded BVH (kernels.collider_forces
+// without the clearance cache, which only skips work, never changes a result). Zero when inactive.
+COLLIDER_HD double3 collider_grain_force_sum(const DemParams& P, const ColliderParams& C, int i) {
+    if (!(P.info[i] & DEM_INFO_ACTIVE)) return make_double3(0.0, 0.0, 0.0);
+    ColliderCandidates candidates;
+    const ColliderProximity q = collider_proximity(P, C, i, candidates);
+    if (collider_box_distance2(C, 0, q.px, q.py, q.pz) >= q.reach2) return make_double3(0.0, 0.0, 0.0);
+    int stack[COLLIDER_STACK_DEPTH];
+    collider_gather(C, q, stack);
+    return collider_resolve(P, C, i, candidates);
+}
+
 // Adds the force of every collider (colliders[0 .. count)) on the grain in slot i to P.force[i]: summed
-// in double in collider order, as the CPU adds them to its float64 forces, then rounded once to the
-// float32 force.
+// in double in collider order, then rounded once to the float32 force. The CPU adds each collider's
+// sum to its float64 force in turn, ((f + s0) + s1); with no grain–grain force and one collider the
+// two give the same bits.
 COLLIDER_HD void collider_grain_forces(const DemParams& P, const ColliderParams* colliders, int count, int i) {
     if (!(P.info[i] & DEM_INFO_ACTIVE)) return;
     double3 sum = make_double3(0.0, 0.0, 0.0);
@@ -337,80 +375,113 @@ COLLIDER_HD double collider_segment(const ColliderParams& C, int t, double p0x, 
     return s;
 }
 
-// The first triangle the path o → p crosses, each tested in its own frame (kernels.first_crossing):
-// the start moved by the triangle's mean displacement over the step. Returns the triangle or −1, with
-// the hit's weights (w1, w2) and the moved start (sx, sy, sz).
-COLLIDER_HD int collider_first_crossing(const ColliderParams& C, double displacement_max, double ox, double oy,
-                                        double oz, double px, double py, double pz, int* stack, double& best_w1,
-                                        double& best_w2, double& best_sx, double& best_sy, double& best_sz) {
-    const double lx = (px < ox ? px : ox) - displacement_max;
-    const double ly = (py < oy ? py : oy) - displacement_max;
-    const double lz = (pz < oz ? pz : oz) - displacement_max;
-    const double hx = (px > ox ? px : ox) + displacement_max;
-    const double hy = (py > oy ? py : oy) + displacement_max;
-    const double hz = (pz > oz ? pz : oz) + displacement_max;
-    double best_s = 2.0;
-    int best_t = -1;
-    best_w1 = best_w2 = best_sx = best_sy = best_sz = 0.0;
-    stack[0] = 0;
-    int top = 1;
-    while (top > 0) {
-        const int node = stack[--top];
-        const double* lo = C.box_lo + 3 * node;
-        const double* hi = C.box_hi + 3 * node;
-        if (lx > hi[0] || ly > hi[1] || lz > hi[2] || hx < lo[0] || hy < lo[1] || hz < lo[2]) continue;
-        if (C.left[node] >= 0) {
-            stack[top] = C.left[node];
-            stack[top + 1] = C.left[node] + 1;
-            top += 2;
-            continue;
-        }
-        for (int slot = C.start[node]; slot < C.start[node] + C.count[node]; ++slot) {
-            const int t = C.order[slot];
-            const int* tri = C.triangles + 3 * t;
-            const double* d0 = C.displacement + 3 * tri[0];
-            const double* d1 = C.displacement + 3 * tri[1];
-            const double* d2 = C.displacement + 3 * tri[2];
-            const double sx = ox + (d0[0] + d1[0] + d2[0]) / 3.0;
-            const double sy = oy + (d0[1] + d1[1] + d2[1]) / 3.0;
-            const double sz = oz + (d0[2] + d1[2] + d2[2]) / 3.0;
-            double w1 = 0.0, w2 = 0.0;
-            const double s = collider_segment(C, t, sx, sy, sz, px - sx, py - sy, pz - sz, w1, w2);
-            if (s < 0.0 || s > best_s || (s == best_s && t > best_t)) continue;
-            best_s = s;
-            best_t = t;
-            best_w1 = w1;
-            best_w2 = w2;
-            best_sx = sx;
-            best_sy = sy;
-            best_sz = sz;
+// The first crossing of one grain's centre path o → p [m] found so far (kernels.first_crossing): path
+// fraction s (2 while none), triangle t (−1), the hit's weights (w1, w2) and the start moved with the
+// triangle (sx, sy, sz).
+struct ColliderCrossing {
+    double ox, oy, oz, px, py, pz;
+    double s, w1, w2, sx, sy, sz;
+    int t;
+};
+
+COLLIDER_HD void collider_crossing_start(ColliderCrossing& c, double ox, double oy, double oz, double px, double py,
+                                         double pz) {
+    c.ox = ox;
+    c.oy = oy;
+    c.oz = oz;
+    c.px = px;
+    c.py = py;
+    c.pz = pz;
+    c.s = 2.0;
+    c.t = -1;
+    c.w1 = c.w2 = c.sx = c.sy = c.sz = 0.0;
+}
+
+// Tests the path against triangle t in the triangle's frame (the start moved by its mean displacement
+// over the step) and keeps the first crossing: smallest fraction, then lowest index, so the answer does
+// not depend on the order triangles are offered in (the body of the BVH leaf loop and of the OptiX
+// intersection program).
+COLLIDER_HD void collider_offer_crossing(const ColliderParams& C, int t, ColliderCrossing& c) {
+    const int* tri = C.triangles + 3 * t;
+    const double* d0 = C.displacement + 3 * tri[0];
+    const double* d1 = C.displacement + 3 * tri[1];
+    const double* d2 = C.displacement + 3 * tri[2];
+    const double sx = c.ox + (d0[0] + d1[0] + d2[0]) / 3.0;
+    const double sy = c.oy + (d0[1] + d1[1] + d2[1]) / 3.0;
+    const double sz = c.oz + (d0[2] + d1[2] + d2[2]) / 3.0;
+    double w1 = 0.0, w2 = 0.0;
+    const double s = collider_segment(C, t, sx, sy, sz, c.px - sx, c.py - sy, c.pz - sz, w1, w2);
+    if (s < 0.0 || s > c.s || (s == c.s && t > c.t)) return;
+    c.s = s;
+    c.t = t;
+    c.w1 = w1;
+    c.w2 = w2;
+    c.sx = sx;
+    c.sy = sy;
+    c.sz = sz;
+}
+
+// Offers every triangle whose BVH box meets the path's box widened by the largest vertex displacement.
+struct ColliderBvhCrossings {
+    const ColliderParams* C;
+    double displacement_max;
+    int* stack;
+
+    COLLIDER_HD void operator()(ColliderCrossing& c) const {
+        const double lx = (c.px < c.ox ? c.px : c.ox) - displacement_max;
+        const double ly = (c.py < c.oy ? c.py : c.oy) - displacement_max;
+        const double lz = (c.pz < c.oz ? c.pz : c.oz) - displacement_max;
+        const double hx = (c.px > c.ox ? c.px : c.ox) + displacement_max;
+        const double hy = (c.py > c.oy ? c.py : c.oy) + displacement_max;
+        const double hz = (c.pz > c.oz ? c.pz : c.oz) + displacement_max;
+        stack[0] = 0;
+        int top = 1;
+        while (top > 0) {
+            const int node = stack[--top];
+            const double* lo = C->box_lo + 3 * node;
+            const double* hi = C->box_hi + 3 * node;
+            if (lx > hi[0] || ly > hi[1] || lz > hi[2] || hx < lo[0] || hy < lo[1] || hz < lo[2]) continue;
+            if (C->left[node] >= 0) {
+                stack[top] = C->left[node];
+                stack[top + 1] = C->left[node] + 1;
+                top += 2;
+                continue;
+            }
+            for (int slot = C->start[node]; slot < C->start[node] + C->count[node]; ++slot) {
+                collider_offer_crossing(*C, C->order[slot], c);
+            }
         }
     }
-    return best_t;
-}
+};
 
 // Swept test of one collider for the grain in slot i (kernels.sweep): a grain whose centre path from
 // C.old_pos[i] to P.pos[i] crossed the surface is put back at contact distance on the side it came
-// from and its normal velocity relative to the surface reflected. Returns the corrections made.
-COLLIDER_HD int collider_grain_sweep(const DemParams& P, const ColliderParams& C, double displacement_max, int i) {
+// from and its normal velocity relative to the surface reflected; the corrected path is tested again,
+// up to COLLIDER_SWEEP_PASSES times. ``offer_all`` offers the triangles near a path to a
+// ColliderCrossing (ColliderBvhCrossings here, an OptiX trace in kernels/optix_colliders.cu). Returns
+// the corrections made.
+template <class OfferAll>
+COLLIDER_HD int collider_grain_sweep_with(const DemParams& P, const ColliderParams& C, int i,
+                                          const OfferAll& offer_all) {
     const unsigned int info = P.info[i];
     if (!(info & DEM_INFO_ACTIVE)) return 0;
     const float4 o4 = C.old_pos[i];
     const double ox = (double)o4.x, oy = (double)o4.y, oz = (double)o4.z;
     const double reach = (double)o4.w + C.half_thickness;
     const int material = (int)(info >> DEM_INFO_MATERIAL_SHIFT);
-    int stack[COLLIDER_STACK_DEPTH];
     int corrected = 0;
     for (int pass = 0; pass < COLLIDER_SWEEP_PASSES; ++pass) {
         float4 p4 = P.pos[i];
         const double px = (double)p4.x, py = (double)p4.y, pz = (double)p4.z;
-        double w1, w2, sx, sy, sz;
-        const int t = collider_first_crossing(C, displacement_max, ox, oy, oz, px, py, pz, stack, w1, w2, sx, sy, sz);
+        ColliderCrossing c;
+        collider_crossing_start(c, ox, oy, oz, px, py, pz);
+        offer_all(c);
+        const int t = c.t;
         if (t < 0) break;
         double nx, ny, nz;
         collider_face_normal(C, t, nx, ny, nz);
         const double* a = C.vertices + 3 * C.triangles[3 * t];
-        const double came = (sx - a[0]) * nx + (sy - a[1]) * ny + (sz - a[2]) * nz;
+        const double came = (c.sx - a[0]) * nx + (c.sy - a[1]) * ny + (c.sz - a[2]) * nz;
         if (came == 0.0) break;  // started on the surface: no side to return to
         const double sign = came > 0.0 ? 1.0 : -1.0;
         nx *= sign;
@@ -421,9 +492,9 @@ COLLIDER_HD int collider_grain_sweep(const DemParams& P, const ColliderParams& C
         p4.y = (float)(py + push * ny);
         p4.z = (float)(pz + push * nz);
         P.pos[i] = p4;
-        const double w0 = 1.0 - w1 - w2;
+        const double w0 = 1.0 - c.w1 - c.w2;
         double svx, svy, svz;
-        collider_surface_velocity(C, t, w0, w1, w2, svx, svy, svz);
+        collider_surface_velocity(C, t, w0, c.w1, c.w2, svx, svy, svz);
         float4 v4 = P.vel[i];
         const double v_n = ((double)v4.x - svx) * nx + ((double)v4.y - svy) * ny + ((double)v4.z - svz) * nz;
         if (v_n < 0.0) {
@@ -436,4 +507,31 @@ COLLIDER_HD int collider_grain_sweep(const DemParams& P, const ColliderParams& C
         ++corrected;
     }
     return corrected;
+}
+
+// The swept test through the uploaded BVH.
+COLLIDER_HD int collider_grain_sweep(const DemParams& P, const ColliderParams& C, double displacement_max, int i) {
+    int stack[COLLIDER_STACK_DEPTH];
+    const ColliderBvhCrossings offer_all{&C, displacement_max, stack};
+    return collider_grain_sweep_with(P, C, i, offer_all);
+}
+
+// Box of triangle t widened by ``inflate`` [m], as float32 (OptiX AABB layout: min xyz, max xyz),
+// rounded outwards so that it holds every point within ``inflate`` of the triangle.
+COLLIDER_HD void collider_triangle_aabb(const ColliderParams& C, int t, double inflate, float* box) {
+    const int* tri = C.triangles + 3 * t;
+    for (int axis = 0; axis < 3; ++axis) {
+        double lo = C.vertices[3 * tri[0] + axis], hi = lo;
+        for (int corner = 1; corner < 3; ++corner) {
+            const double x = C.vertices[3 * tri[corner] + axis];
+            lo = x < lo ? x : lo;
+            hi = x > hi ? x : hi;
+        }
+        // The float cast may round inwards by half an ulp; step a whole float32 ulp (2^-23 relative)
+        // out, plus a margin for the float32 ray origin and direction.
+        const double magnitude = (fabs(lo) > fabs(hi) ? fabs(lo) : fabs(hi)) + inflate;
+        const double slack = inflate * 1e-4 + magnitude * 4.0 * 1.1920928955078125e-7;
+        box[axis] = (float)(lo - inflate - slack);
+        box[3 + axis] = (float)(hi + inflate + slack);
+    }
 }

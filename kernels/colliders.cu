@@ -21,3 +21,29 @@ extern "C" __global__ void collider_sweep(const DemParams* __restrict__ params,
     const int corrected = collider_grain_sweep(*params, *collider, displacement_max, i);
     if (corrected > 0) atomicAdd(collider->corrections, (unsigned int)corrected);
 }
+
+// The OptiX proxies of a collider's triangles (kernels/optix_colliders.cu): each triangle's box widened
+// by ``inflate`` [m], float32 (triangle_count, 6), rounded outwards.
+extern "C" __global__ void collider_triangle_aabbs(const ColliderParams* __restrict__ collider, int triangle_count,
+                                                   double inflate, float* __restrict__ aabb) {
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= triangle_count) return;
+    collider_triangle_aabb(*collider, t, inflate, aabb + 6 * t);
+}
+
+// Adds the per-slot collider force sums of the OptiX path (double, summed collider by collider) to
+// P.force once, rounded to float32 as collider_grain_forces does, and clears them for the next step.
+extern "C" __global__ void collider_add_force_sums(const DemParams* __restrict__ params, double* __restrict__ sums) {
+    const DemParams& P = *params;
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= P.particle_count) return;
+    double* sum = sums + 3 * i;
+    if (P.info[i] & DEM_INFO_ACTIVE) {
+        float4 f = P.force[i];
+        f.x = (float)((double)f.x + sum[0]);
+        f.y = (float)((double)f.y + sum[1]);
+        f.z = (float)((double)f.z + sum[2]);
+        P.force[i] = f;
+    }
+    sum[0] = sum[1] = sum[2] = 0.0;
+}

@@ -83,3 +83,14 @@ struct ColliderParams {
     double half_thickness;          // thickness / 2 [m]
     double stiffness;               // normal stiffness k [N/m], in double as the CPU reference uses it
 };
+
+// OptiX launch parameters of the collider program (kernels/optix_colliders.cu, "params"): one launch
+// per collider and phase, over every slot.
+struct OptixColliderParams {
+    DemParams dem;
+    ColliderParams collider;
+    unsigned long long handle;  // GAS of the collider's triangles as custom primitives (widened boxes)
+    double* force_sum;          // (n, 3) mode 0: each collider's force sum is added here [N]
+    float ray_tmax;             // length of the point rays [m]
+    int mode;                   // 0: contact forces, 1: swept test
+};

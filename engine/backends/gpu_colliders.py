@@ -12,8 +12,8 @@ Every step, after the grain–grain forces and around the update (the CPU backen
 
 The per-grain code (kernels/collider_math.cuh) is the numba reference's line for line in double
 precision, compiled without fused multiply-adds, so on the same grain state a GPU finds the CPU's
-contacts and forces to the bit; trajectories still differ in the last bits because the grain–grain
-kernels work in float32. Contacts use the history-free tangential law ('damper'): the backends refuse
+contacts and each collider's force sum to the bit; trajectories still differ in the last bits because
+the grain–grain kernels work in float32 and the GPU adds the collider sums to a float32 force. Contacts use the history-free tangential law ('damper'): the backends refuse
 'spring' with friction (``gpu_runtime.check_friction_model``).
 
 The colliders' motion state is this object's own (``ColliderSet.fresh_copy``), so a CPU backend on
@@ -136,15 +136,16 @@ class DeviceColliders:
         self.params_all = cupy.asarray(records.view(np.uint8))
         self.params_each = [cupy.asarray(mesh.host_params.view(np.uint8)) for mesh in self.meshes]
         module = raw_module("colliders.cu", defines=collider_defines(), options=COLLIDER_OPTIONS)
+        self.module = module
         self._forces = module.get_function("collider_forces")
         self._sweep = module.get_function("collider_sweep")
         self.reset()
 
     @classmethod
-    def for_model(cls, particles) -> DeviceColliders | None:
+    def for_model(cls, particles, **options) -> DeviceColliders | None:
         """The colliders of ``particles.model`` on the device, or None when it has none."""
         colliders = particles.model.colliders
-        return None if colliders is None else cls(colliders, particles)
+        return None if colliders is None else cls(colliders, particles, **options)
 
     def reset(self) -> None:
         """Forget the motion state (a new particle state was uploaded)."""
@@ -152,22 +153,26 @@ class DeviceColliders:
         for mesh in self.meshes:
             mesh.uploaded_time = None
 
-    def _advance(self, step: int):
-        for mesh, runtime in zip(self.meshes, self.set.advance(step * self.dt)):
+    def _advance(self, step: int) -> tuple:
+        """Move the colliders to t = step·dt and upload those that moved; their runtimes."""
+        runtimes = self.set.advance(step * self.dt)
+        for mesh, runtime in zip(self.meshes, runtimes):
             mesh.upload(runtime)
+        return runtimes
 
     def add_forces(self, step: int) -> None:
-        """Add every collider's contact forces at t = step·dt to the slots' forces; asynchronous."""
+        """Add every collider's contact forces at t = step·dt to the slots' forces (queued on the current
+        stream; uploading a moving collider waits for the GPU, as ``ndarray.set`` does)."""
         self._advance(step)
         p = self.particles
         self._forces(blocks(p.particle_count), (BLOCK,), (p.params, self.params_all, np.int32(len(self.meshes))))
 
     def remember_positions(self) -> None:
-        """Keep the centres before the update for the swept test; asynchronous."""
+        """Keep the centres before the update for the swept test (queued on the current stream)."""
         self.old_pos[...] = self.particles.pos
 
     def sweep(self, step: int) -> None:
-        """Swept test against every collider at t = step·dt (the end of the step); asynchronous."""
+        """Swept test against every collider at t = step·dt, the end of the step (queued like ``add_forces``)."""
         self._advance(step)
         p = self.particles
         for mesh, params in zip(self.meshes, self.params_each):

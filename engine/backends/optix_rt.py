@@ -22,110 +22,12 @@ from __future__ import annotations
 import numpy as np
 
 from .base import Backend, StepTimings
-from .gpu_colliders import DeviceColliders
-from .gpu_runtime import (BLOCK, OPTIX_DEM_PARAMS_DTYPE, DeviceParticles, GpuUnavailable, PhaseTimer, blocks,
-                          compile_ptx, cuda_include_dirs, device_summary, import_cupy, import_optix,
-                          kernel_source, raw_module)
+from .gpu_runtime import (BLOCK, OPTIX_DEM_PARAMS_DTYPE, DeviceParticles, PhaseTimer, blocks, device_summary,
+                          import_cupy, import_optix, raw_module)
+from .optix_colliders import OptixColliders
+from .optix_pipeline import RAY_TMAX_FRACTION, OptixPipeline
 from ..model import Model
 from ..state import State
-
-#: Length of the point rays relative to the smallest radius (any positive length works: the proxy
-#: test happens at the ray origin).
-RAY_TMAX_FRACTION = 1e-6
-
-
-def optix_include_dir(optix) -> str:
-    """The OptiX headers shipped in the pyoptix-contrib wheel (optix/include)."""
-    from pathlib import Path
-
-    path = Path(optix.__file__).resolve().parent / "include"
-    if not (path / "optix.h").is_file():
-        raise GpuUnavailable(f"The optix package at {path.parent} ships no OptiX headers (optix/include/optix.h).")
-    return str(path)
-
-
-class OptixPipeline:
-    """Context, module, program groups, pipeline and SBT of kernels/optix_dem.cu (one line per stage)."""
-
-    def __init__(self, optix, cupy):
-        self.optix = optix
-        self.cp = cupy
-        self.log: list[str] = []
-        _, (major, minor) = device_summary(cupy)
-        self.context = optix.deviceContextCreate(0, optix.DeviceContextOptions(
-            logCallbackFunction=lambda level, tag, message: self.log.append(f"[{level}][{tag}] {message}"),
-            logCallbackLevel=3))
-        self.compile_options = optix.PipelineCompileOptions(
-            usesMotionBlur=False,
-            traversableGraphFlags=int(optix.TRAVERSABLE_GRAPH_FLAG_ALLOW_SINGLE_GAS),
-            numPayloadValues=3,
-            numAttributeValues=2,
-            exceptionFlags=int(optix.EXCEPTION_FLAG_NONE),
-            pipelineLaunchParamsVariableName="params",
-            usesPrimitiveTypeFlags=int(optix.PRIMITIVE_TYPE_FLAGS_CUSTOM))
-        ptx = compile_ptx(kernel_source("optix_dem.cu"),
-                          ["-std=c++17", f"-arch=compute_{major}{minor}", "-lineinfo",
-                           f"-I{optix_include_dir(optix)}", *(f"-I{d}" for d in cuda_include_dirs())],
-                          name="optix_dem.cu")
-        self.module = self._module(ptx)
-        self.groups = self._program_groups()
-        self.pipeline = self._pipeline()
-        self.sbt, self._sbt_buffers = self._sbt()
-
-    def _module(self, ptx: bytes):
-        optix = self.optix
-        options = optix.ModuleCompileOptions(maxRegisterCount=optix.COMPILE_DEFAULT_MAX_REGISTER_COUNT,
-                                             optLevel=optix.COMPILE_OPTIMIZATION_DEFAULT,
-                                             debugLevel=optix.COMPILE_DEBUG_LEVEL_DEFAULT)
-        module, log = self.context.moduleCreate(options, self.compile_options, ptx)
-        if log:
-            self.log.append(log)
-        return module
-
-    def _program_groups(self):
-        optix = self.optix
-        raygen = optix.ProgramGroupDesc()
-        raygen.raygenModule = self.module
-        raygen.raygenEntryFunctionName = "__raygen__dem"
-        miss = optix.ProgramGroupDesc()
-        miss.missModule = self.module
-        miss.missEntryFunctionName = "__miss__dem"
-        hit = optix.ProgramGroupDesc()
-        hit.hitgroupModuleIS = self.module
-        hit.hitgroupEntryFunctionNameIS = "__intersection__dem"
-        groups = []
-        for desc in (raygen, miss, hit):
-            created, log = self.context.programGroupCreate([desc])
-            groups.append(created[0])
-        return groups
-
-    def _pipeline(self):
-        optix = self.optix
-        link = optix.PipelineLinkOptions()
-        link.maxTraceDepth = 1
-        pipeline = self.context.pipelineCreate(self.compile_options, link, self.groups, "")
-        sizes = optix.StackSizes()
-        for group in self.groups:
-            optix.util.accumulateStackSizes(group, sizes, pipeline)
-        from_traversal, from_state, continuation = optix.util.computeStackSizes(sizes, 1, 0, 0)
-        pipeline.setStackSize(from_traversal, from_state, continuation, 1)
-        return pipeline
-
-    def _sbt(self):
-        optix, cp = self.optix, self.cp
-        record = np.dtype({"names": ["header"], "formats": [f"{optix.SBT_RECORD_HEADER_SIZE}B"],
-                           "itemsize": max(optix.SBT_RECORD_HEADER_SIZE, optix.SBT_RECORD_ALIGNMENT)}, align=True)
-        buffers = []
-        for group in self.groups:
-            host = np.zeros(1, record)
-            optix.sbtRecordPackHeader(group, host)
-            buffers.append(cp.asarray(host.view(np.uint8)))
-        sbt = optix.ShaderBindingTable(
-            raygenRecord=buffers[0].data.ptr,
-            missRecordBase=buffers[1].data.ptr, missRecordStrideInBytes=record.itemsize, missRecordCount=1,
-            hitgroupRecordBase=buffers[2].data.ptr, hitgroupRecordStrideInBytes=record.itemsize,
-            hitgroupRecordCount=1)
-        return sbt, buffers
 
 
 class BackendOptix(Backend):
@@ -140,7 +42,7 @@ class BackendOptix(Backend):
         cp, optix = self.cp, self.optix
         n = model.particle_count
         self.particles = DeviceParticles(model)
-        self.colliders = DeviceColliders.for_model(self.particles)
+        self.colliders = OptixColliders.for_model(self.particles, optix=optix)
         self.rt = OptixPipeline(optix, cp)
         self.aabb = cp.zeros((n, 6), cp.float32)
         self.accel_options = {

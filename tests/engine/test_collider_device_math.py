@@ -48,6 +48,12 @@ def host_library(tmp_path_factory):
     library.collider_forces_host.restype = None
     library.collider_force_sums_host.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
     library.collider_force_sums_host.restype = None
+    library.collider_triangle_aabbs_host.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_double, ctypes.c_void_p]
+    library.collider_triangle_aabbs_host.restype = None
+    library.collider_force_sums_optix_host.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int, ctypes.c_void_p]
+    library.collider_force_sums_optix_host.restype = None
+    library.collider_sweep_optix_host.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int]
+    library.collider_sweep_optix_host.restype = ctypes.c_int
     library.collider_sweep_host.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_double]
     library.collider_sweep_host.restype = ctypes.c_int
     return library
@@ -176,6 +182,13 @@ def test_forces_equal_cpu_reference(host_library, scene):
 
     assert np.array_equal(sums, reference)  # the double sums, to the bit
     assert np.array_equal(force[:, :3], reference.astype(np.float32))  # and what the kernel adds to P.force
+
+    # The OptiX path: triangles offered in another order, culled by their widened float32 boxes.
+    aabb = triangle_aabbs(host_library, cparams, len(triangles), float(grains.radius.max()) + 0.5 * thickness)
+    optix_sums = np.zeros((n, 3))
+    host_library.collider_force_sums_optix_host(params.ctypes.data, cparams.ctypes.data, aabb.ctypes.data,
+                                                len(triangles), optix_sums.ctypes.data)
+    assert np.array_equal(optix_sums, reference)
     assert not force[grains.active == 0].any()
     touching = np.count_nonzero(counts)
     assert touching > 300, "the scene must have many contacts to compare"
@@ -237,6 +250,46 @@ def test_sweep_equals_cpu_reference(host_library, index):
     assert np.array_equal(vel[:, :3], ref_vel)
     moved = np.any(pos[:, :3] != grains.positions, axis=1)
     assert not moved[grains.active == 0].any()
+
+    # The OptiX path: rays along the paths against the triangles' boxes widened by the motion only.
+    pos, vel, force, info = grains.device_arrays()
+    params = dem_params(pos, vel, force, info)
+    cparams, keep = collider_params(runtime, displacement, beta, mu, restitution, old_pos, half_thickness, 1.0)
+    aabb = triangle_aabbs(host_library, cparams, len(collider.triangles), displacement_max)
+    corrected = host_library.collider_sweep_optix_host(params.ctypes.data, cparams.ctypes.data, aabb.ctypes.data,
+                                                       len(collider.triangles))
+    assert corrected == corrected_ref
+    assert np.array_equal(pos[:, :3], ref_pos) and np.array_equal(vel[:, :3], ref_vel)
+
+
+def triangle_aabbs(library, cparams, triangle_count, inflate):
+    """The OptiX proxies of kernels/colliders.cu collider_triangle_aabbs, float32 (T, 6)."""
+    aabb = np.zeros((triangle_count, 6), np.float32)
+    library.collider_triangle_aabbs_host(cparams.ctypes.data, triangle_count, inflate, aabb.ctypes.data)
+    return aabb
+
+
+@pytest.mark.parametrize("inflate", [0.0, 1e-3, 0.02])
+def test_triangle_boxes_hold_every_point_within_reach(host_library, inflate):
+    """Points on the triangles (far from the origin too) pushed out by just under ``inflate`` in any
+    direction lie inside the float32 boxes: the OptiX traversal cannot cull a candidate."""
+    rng = np.random.default_rng(2)
+    vertices, triangles = stairs()
+    vertices = vertices + np.array([1000.0, -200.0, 30.0])  # float32 rounding is coarse out here
+    collider = Collider("far stairs", vertices, triangles)
+    (runtime,) = ColliderSet((collider,)).advance(0.0)
+    cparams, keep = collider_params(runtime, np.zeros_like(vertices), np.zeros(1), np.zeros(1), np.zeros(1),
+                                    np.zeros((1, 4), np.float32), 0.0, 1.0)
+    aabb = triangle_aabbs(host_library, cparams, len(triangles), inflate).astype(np.float64)
+    t = rng.integers(0, len(triangles), 20000)
+    weights = rng.dirichlet((1.0, 1.0, 1.0), len(t))
+    points = np.einsum("ij,ijk->ik", weights, vertices[triangles[t]])
+    direction = rng.normal(size=points.shape)
+    direction /= np.linalg.norm(direction, axis=1)[:, None]
+    corners = rng.integers(0, 2, len(t)).astype(bool)  # half of them from the corners themselves
+    points[corners] = vertices[triangles[t[corners], 0]]
+    points += direction * inflate * (1.0 - 1e-9)
+    assert ((points >= aabb[t, :3]) & (points <= aabb[t, 3:])).all()
 
 
 def test_gpu_backends_refuse_spring_friction_against_a_frictional_collider():

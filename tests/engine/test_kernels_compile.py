@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from engine.backends.gpu_colliders import COLLIDER_OPTIONS, collider_defines
+from engine.backends.optix_colliders import OPTIX_COLLIDER_PARAMS_DTYPE
 from engine.backends.gpu_runtime import (COLLIDER_PARAMS_DTYPE, DEM_PARAMS_DTYPE, KERNEL_DIR, OPTIX_DEM_PARAMS_DTYPE,
                                         kernel_source)
 
@@ -55,26 +56,41 @@ def test_cuda_kernels_compile_to_ptx(name, tmp_path):
     declared = set(re.findall(r'extern "C" __global__ void (?:__launch_bounds__\([^)]*\)\s*)?(\w+)',
                               source.read_text()))
     assert declared and declared <= entries
+    if name == "colliders.cu":
+        assert not re.search(r"\bfma\.rn\.f64\b", ptx)  # every double operation rounds as numba's
 
 
-def test_optix_program_compiles_to_optix_ir(tmp_path):
+#: The OptiX programs, their entries and the NVRTC flags their launchers add.
+OPTIX_PROGRAMS = {
+    "optix_dem.cu": (("__raygen__dem", "__intersection__dem", "__miss__dem"), []),
+    "optix_colliders.cu": (("__raygen__collider", "__intersection__collider", "__miss__collider"),
+                           [*(f"-D{d}" for d in collider_defines()), *COLLIDER_OPTIONS]),
+}
+
+
+@pytest.mark.parametrize("name", OPTIX_PROGRAMS)
+def test_optix_program_compiles_to_optix_ir(name, tmp_path):
     include = optix_include()
     if include is None:
         pytest.skip("pyoptix-contrib (OptiX headers under optix/include) is not installed")
-    out = tmp_path / "optix_dem.optixir"
-    result = nvcc(f"-arch={ARCH}", "-optix-ir", *WERROR, f"-I{include}", f"-I{KERNEL_DIR}", "-o", str(out),
-                  str(KERNEL_DIR / "optix_dem.cu"))
+    out = tmp_path / "program.optixir"
+    result = nvcc(f"-arch={ARCH}", "-optix-ir", *WERROR, *OPTIX_PROGRAMS[name][1], f"-I{include}", f"-I{KERNEL_DIR}",
+                  "-o", str(out), str(KERNEL_DIR / name))
     assert result.returncode == 0, result.stderr
     assert out.stat().st_size > 1000
 
 
-def test_optix_program_compiles_to_ptx(tmp_path):
+@pytest.mark.parametrize("name", OPTIX_PROGRAMS)
+def test_optix_program_compiles_to_ptx(name, tmp_path):
     include = optix_include()
     if include is None:
         pytest.skip("pyoptix-contrib (OptiX headers under optix/include) is not installed")
-    out = tmp_path / "optix_dem.ptx"
-    result = nvcc(f"-arch={ARCH}", "--ptx", *WERROR, f"-I{include}", f"-I{KERNEL_DIR}", "-o", str(out),
-                  str(KERNEL_DIR / "optix_dem.cu"))
+    out = tmp_path / "program.ptx"
+    # The include-expanded text, as NVRTC gets it (engine.backends.optix_pipeline).
+    source = tmp_path / name
+    source.write_text(kernel_source(name))
+    entries, flags = OPTIX_PROGRAMS[name]
+    result = nvcc(f"-arch={ARCH}", "--ptx", *WERROR, *flags, f"-I{include}", "-o", str(out), str(source))
     if result.returncode != 0:
         # nvcc ≥ 13 checks PTX with the plain ptxas, which cannot know the OptiX intrinsics (resolved by
         # OptiX's own compiler); those are the only errors accepted.
@@ -82,27 +98,24 @@ def test_optix_program_compiles_to_ptx(tmp_path):
         assert errors and all("_optix_" in line for line in errors), result.stderr
         assert "warning" not in result.stderr, result.stderr
     ptx = out.read_text()
-    for entry in ("__raygen__dem", "__intersection__dem", "__miss__dem"):
+    for entry in entries:
         assert re.search(rf"\.entry\s+{entry}\b", ptx), entry
     assert "_optix_trace_typed_32" in ptx and "_optix_report_intersection" not in ptx
+    if "--fmad=false" in flags:
+        assert not re.search(r"\bfma\.rn\.f64\b", ptx)  # every double operation rounds as numba's
 
 
 STRUCTS = (("DemParams", DEM_PARAMS_DTYPE), ("OptixDemParams", OPTIX_DEM_PARAMS_DTYPE),
-           ("ColliderParams", COLLIDER_PARAMS_DTYPE))
+           ("ColliderParams", COLLIDER_PARAMS_DTYPE), ("OptixColliderParams", OPTIX_COLLIDER_PARAMS_DTYPE))
 
 
 def _host_layout(tmp_path: Path) -> dict[str, int]:
     """sizeof/offsetof of the structs as the C++ compiler lays them out, printed by a host program."""
     lines = ["#include <cstdio>", "#include <cstddef>", '#include "dem_params.h"', "int main() {"]
-    lines.append('std::printf("DemParams.size %zu\\n", sizeof(DemParams));')
-    for field in DEM_PARAMS_DTYPE.names:
-        lines.append(f'std::printf("DemParams.{field} %zu\\n", offsetof(DemParams, {field}));')
-    lines.append('std::printf("OptixDemParams.size %zu\\n", sizeof(OptixDemParams));')
-    for field in OPTIX_DEM_PARAMS_DTYPE.names:
-        lines.append(f'std::printf("OptixDemParams.{field} %zu\\n", offsetof(OptixDemParams, {field}));')
-    lines.append('std::printf("ColliderParams.size %zu\\n", sizeof(ColliderParams));')
-    for field in COLLIDER_PARAMS_DTYPE.names:
-        lines.append(f'std::printf("ColliderParams.{field} %zu\\n", offsetof(ColliderParams, {field}));')
+    for struct, dtype in STRUCTS:
+        lines.append(f'std::printf("{struct}.size %zu\\n", sizeof({struct}));')
+        for field in dtype.names:
+            lines.append(f'std::printf("{struct}.{field} %zu\\n", offsetof({struct}, {field}));')
     lines += ["return 0;", "}"]
     source = tmp_path / "layout.cpp"
     source.write_text("\n".join(lines))

@@ -47,10 +47,15 @@ def test_first_steps_match_cpu(gpu_name, rng):
     cpu.set_state(setup.state)
     cpu.step(20)
     cpu_state = cpu.get_state()
-    touched = np.abs(cpu_state.velocities - setup.state.velocities).max(axis=1) > 1e-3
+    free = setup.state.velocities + 20 * setup.model.physics.dt * np.asarray(setup.model.physics.gravity.vector,
+                                                                              np.float32)
+    touched = np.abs(cpu_state.velocities - free).max(axis=1) > 1e-3
     assert touched.sum() > 20, "the scene must have collider contacts"
     np.testing.assert_allclose(gpu_state.positions, cpu_state.positions, rtol=0, atol=2e-6)
-    np.testing.assert_allclose(gpu_state.velocities, cpu_state.velocities, rtol=1e-4, atol=1e-4)
+    # A last-bit difference can start a contact one step earlier on one side (the normal force jumps
+    # by the dashpot term at first touch): velocities agree to that step's worth, ~5e-3 m/s.
+    np.testing.assert_allclose(gpu_state.velocities, cpu_state.velocities, rtol=0, atol=1e-2)
+    assert np.median(np.abs(gpu_state.velocities - cpu_state.velocities)) < 1e-5
 
 
 @pytest.mark.parametrize("shape, thickness", [("box", 0.0), ("sphere", 0.004)])
@@ -76,7 +81,14 @@ def test_deforming_plane_pushes_grains_up(gpu_name, rng):
 
 
 def test_spring_friction_with_a_frictional_collider_is_refused(gpu_name, rng):
-    setup, _ = bowl_scene(rng)  # friction_model 'spring', collider friction 0.5
-    make_gpu_backend(gpu_name, bowl_scene(rng, friction_model="damper")[0].model)  # skip without a GPU
+    """Frictionless grains and walls, a collider of friction 0.5: 'spring' is refused, 'damper' runs."""
+    def scene(friction_model):
+        import trimesh
+
+        mesh = trimesh.load(PRESETS / "meshes" / "bowl.obj", force="mesh", process=False)
+        bowl = Collider("bowl", mesh.vertices, mesh.faces, friction=0.5)
+        return make_scene([[0.0, -0.1, 0.0]], 0.005, [bowl], friction=0.0, friction_model=friction_model)
+
+    make_gpu_backend(gpu_name, scene("damper").model)  # skips without a GPU
     with pytest.raises(MochiError, match="damper"):
-        make_backend(gpu_name, setup.model)
+        make_backend(gpu_name, scene("spring").model)

@@ -28,3 +28,81 @@ extern "C" int collider_sweep_host(const DemParams* params, const ColliderParams
     *collider->corrections += (unsigned int)corrected;
     return corrected;
 }
+
+// --- the OptiX path (kernels/optix_colliders.cu) with its traversal emulated -------------------------
+// OptiX offers a ray every custom primitive whose box the ray meets, in an order of its own; here every
+// triangle is tested against its float32 box (collider_triangle_aabb) and offered from the last to the
+// first, so the results show that the boxes are wide enough and that the order does not matter.
+
+extern "C" void collider_triangle_aabbs_host(const ColliderParams* collider, int triangle_count, double inflate,
+                                             float* aabb) {
+    for (int t = 0; t < triangle_count; ++t) collider_triangle_aabb(*collider, t, inflate, aabb + 6 * t);
+}
+
+// The segment origin + s·direction, s in [0, tmax], meets the box (slab test, in double).
+static bool segment_meets_box(const double* origin, const double* direction, double tmax, const float* box) {
+    double enter = 0.0, leave = tmax;
+    for (int axis = 0; axis < 3; ++axis) {
+        const double lo = box[axis], hi = box[3 + axis];
+        if (direction[axis] == 0.0) {
+            if (origin[axis] < lo || origin[axis] > hi) return false;
+            continue;
+        }
+        double t0 = (lo - origin[axis]) / direction[axis], t1 = (hi - origin[axis]) / direction[axis];
+        if (t0 > t1) {
+            const double swap = t0;
+            t0 = t1;
+            t1 = swap;
+        }
+        enter = t0 > enter ? t0 : enter;
+        leave = t1 < leave ? t1 : leave;
+        if (enter > leave) return false;
+    }
+    return true;
+}
+
+extern "C" void collider_force_sums_optix_host(const DemParams* params, const ColliderParams* collider,
+                                               const float* aabb, int triangle_count, double* out) {
+    for (int i = 0; i < params->particle_count; ++i) {
+        double3 f = make_double3(0.0, 0.0, 0.0);
+        if (params->info[i] & DEM_INFO_ACTIVE) {
+            ColliderCandidates candidates;
+            const ColliderProximity query = collider_proximity(*params, *collider, i, candidates);
+            const float4 p = params->pos[i];
+            const double origin[3] = {p.x, p.y, p.z}, direction[3] = {1.0, 0.0, 0.0};
+            for (int t = triangle_count - 1; t >= 0; --t) {
+                if (segment_meets_box(origin, direction, 0.0, aabb + 6 * t)) collider_offer_triangle(*collider, t, query);
+            }
+            f = collider_resolve(*params, *collider, i, candidates);
+        }
+        out[3 * i] = f.x;
+        out[3 * i + 1] = f.y;
+        out[3 * i + 2] = f.z;
+    }
+}
+
+struct EmulatedOptixCrossings {
+    const ColliderParams* C;
+    const float* aabb;
+    int triangle_count;
+
+    void operator()(ColliderCrossing& c) const {
+        // The ray of OptixColliderCrossings: float32 origin and path.
+        const double origin[3] = {(float)c.ox, (float)c.oy, (float)c.oz};
+        const double path[3] = {(float)(c.px - c.ox), (float)(c.py - c.oy), (float)(c.pz - c.oz)};
+        const double tmax = (float)(1.0f + 1.0e-6f);
+        for (int t = triangle_count - 1; t >= 0; --t) {
+            if (segment_meets_box(origin, path, tmax, aabb + 6 * t)) collider_offer_crossing(*C, t, c);
+        }
+    }
+};
+
+extern "C" int collider_sweep_optix_host(const DemParams* params, const ColliderParams* collider,
+                                         const float* aabb, int triangle_count) {
+    const EmulatedOptixCrossings offer_all{collider, aabb, triangle_count};
+    int corrected = 0;
+    for (int i = 0; i < params->particle_count; ++i) {
+        corrected += collider_grain_sweep_with(*params, *collider, i, offer_all);
+    }
+    return corrected;
+}
