@@ -131,6 +131,8 @@ class SimulationSettings:
         dt: Time step [s], or None for automatic.
         substeps: Steps per frame, or None (automatic, or derived from ``dt``).
         stiffness: Contact stiffness [N/m], or None for automatic.
+        friction_model: 'spring' (static friction, history per contact) or 'damper' (history-free; the
+            GPU backends run it), see ``engine.model.Physics``.
         rebuild_interval: Steps between two rebuilds of the collision structure.
         backend: 'auto', 'cpu', 'cuda' or 'optix'.
         fps: Frames per second of the scene [1/s].
@@ -148,6 +150,7 @@ class SimulationSettings:
     dt: float | None
     substeps: int | None
     stiffness: float | None
+    friction_model: str
     rebuild_interval: int
     backend: str
     fps: float
@@ -260,4 +263,4 @@ def setup_from_settings(settings: BakeSettings):
         object_id=material_index.copy(), materials=materials, domain=domain, gravity=gravity,
         fields=(), dt=sim.dt, substeps=sim.substeps, stiffness=sim.stiffness, fps=sim.fps,
         rebuild_interval=sim.rebuild_interval, seed=sim.seed, name=sim.scene_name or "Blender scene",
-        colliders=colliders_from_settings(settings))
+        colliders=colliders_from_settings(settings), friction_model=sim.friction_model)

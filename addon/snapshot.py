@@ -183,6 +183,7 @@ def scene_blender_to_settings(context, *, frame_count: int | None = None) -> Bak
         dt=s.dt if s.timestep_mode == "FIXED" else None,
         substeps=s.substeps if s.timestep_mode == "SUBSTEPS" else None,
         stiffness=None if s.use_auto_stiffness else s.stiffness,
+        friction_model=s.friction_model.lower(),
         rebuild_interval=s.rebuild_interval, backend=s.backend, fps=fps, frame_start=s.frame_start,
         frame_count=frames, seed=s.seed, cache_folder=cache_folder(scene), scene_name=scene.name,
         blend_file=bpy.data.filepath)

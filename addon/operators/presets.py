@@ -49,6 +49,7 @@ def apply_preset(preset, scene: bpy.types.Scene, active: bpy.types.Object | None
     if preset.stiffness is not None:
         s.stiffness = preset.stiffness
     s.rebuild_interval = preset.rebuild_interval
+    s.friction_model = preset.friction_model.upper()
     s.gravity = vector_engine_to_blender(preset.gravity)
     s.use_rotating_gravity = preset.gravity_axis is not None and preset.gravity_rate != 0.0
     if s.use_rotating_gravity:

@@ -69,6 +69,14 @@ class MochiSceneSettings(bpy.types.PropertyGroup):
     stiffness: FloatProperty(
         name="Stiffness", description="Spring constant of the linear contact law, in newtons per metre (N/m)",
         default=1.0e3, min=1.0e-6, soft_min=1.0, soft_max=1.0e7)
+    friction_model: EnumProperty(
+        name="Friction",
+        description="How grains resist sliding on each other, on walls and on colliders",
+        items=(("SPRING", "Static", "A tangential spring per contact: grains rest on slopes and piles keep "
+                "their angle of repose. Runs on the CPU backend when anything has friction"),
+               ("DAMPER", "Sliding", "History-free: sliding is resisted but never stopped, so piles slowly "
+                "spread. Runs on every backend, the GPU ones included")),
+        default="SPRING")
     rebuild_interval: IntProperty(
         name="Rebuild Interval",
         description="Steps between two full rebuilds of the collision structure (refit or reuse in between)",

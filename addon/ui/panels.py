@@ -103,6 +103,7 @@ class MOCHI_PT_simulation(_PhysicsPanel, bpy.types.Panel):
         col.prop(s, "use_auto_stiffness")
         if not s.use_auto_stiffness:
             col.prop(s, "stiffness")
+        col.prop(s, "friction_model")
         col.prop(s, "rebuild_interval")
         col.prop(s, "backend")
         col.prop(s, "seed")

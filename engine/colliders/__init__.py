@@ -7,8 +7,9 @@ Nouns:
                    (``collider_set``); saved into and loaded from a bake cache (``storage``)
 
 The kernels (``kernels``) work on world-space vertices and a BVH refit per step (``tree``), so every
-kind of motion reduces to 'vertices and vertex velocities at time t'; a GPU backend can take the same
-arrays (see ``ColliderSet`` and the module docstrings).
+kind of motion reduces to 'vertices and vertex velocities at time t'. The GPU backends take the same
+arrays after ``ColliderSet.advance`` and run a line-for-line port of the kernels
+(``engine.backends.gpu_colliders``, ``engine.backends.optix_colliders``, kernels/collider_math.cuh).
 """
 
 from .collider import Collider, check_collider_mesh, load_collider_mesh

@@ -7,6 +7,9 @@ The CPU backend calls, every step:
 2. ``after_integrate(t + dt, ...)`` after the grains have moved: moves the colliders to t + dt and
    runs the swept test, putting back any grain whose centre crossed a surface during the step.
 
+The GPU backends call ``advance(t)`` instead and upload the vertices, velocities and tree it leaves
+in each ``ColliderRuntime`` (``engine.backends.gpu_colliders``).
+
 The tangential springs of grain–collider contacts live here (per collider, grain and slot), with the
 accessors ``get_history``/``set_history``/``reset_history`` the backend uses for exact resume.
 """

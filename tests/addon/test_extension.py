@@ -78,6 +78,7 @@ def test_every_preset_applies_through_the_menu_operator(empty_scene, path):
     assert tuple(s.gravity) == pytest.approx((gx, -gz, gy))
     assert domain.mochi.wall_friction == pytest.approx(preset.wall_friction)
     assert s.timestep_mode == ("FIXED" if preset.dt else "SUBSTEPS" if preset.substeps else "AUTO")
+    assert s.friction_model == preset.friction_model.upper()
 
 
 def test_the_preset_menu_lists_the_bundled_presets(mochi):

@@ -36,3 +36,18 @@ def test_snapshot_reads_geometry_settings_and_animated_velocity(empty_scene, tmp
     assert settings.domain.lo == pytest.approx((-1.5, -1.5, 0.0)) and settings.domain.hi == pytest.approx((1.5, 1.5, 3.0))
     assert settings.simulation.frame_count == 10 and settings.simulation.gravity == pytest.approx((0, 0, -9.81))
     assert settings.simulation.cache_folder == tmp_path / "mochi_cache"
+
+
+@pytest.mark.parametrize("choice", ["SPRING", "DAMPER"])
+def test_friction_model_reaches_the_engine(empty_scene, tmp_path, choice):
+    """The Friction setting (static springs or history-free sliding, the one the GPU backends run)
+    becomes the engine's friction_model."""
+    add_source("cube", location=(0.0, 0.0, 1.0), radius=0.1, size=0.5)
+    add_domain()
+    empty_scene.mochi.frame_start, empty_scene.mochi.frame_end = 1, 3
+    empty_scene.mochi.friction_model = choice
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "s.blend"))
+    settings = mochi_module("addon.snapshot").scene_blender_to_settings(bpy.context)
+    assert settings.simulation.friction_model == choice.lower()
+    setup = mochi_module("addon.settings").setup_from_settings(settings)
+    assert setup.model.physics.friction_model == choice.lower()
