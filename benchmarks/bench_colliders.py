@@ -2,12 +2,12 @@
 
 The bowl_pour preset's bowl (presets/meshes/bowl.obj, placed as in the preset) is filled with a
 jittered lattice of grains up to its rim inside a layer of grains resting on the bowl (the share
-touching it is printed; ``--settle-steps`` lets it settle on the CPU first). Every backend available here (cpu; cuda and optix on a GPU) is timed
-from that state with the collider and without it (the same grains then fall through where the bowl
-was): the difference is the collider's cost, which the build / detect / update breakdown places
-(the collider forces are counted in detect, the swept test in update). The Taichi DEM peer
-(benchmarks/taichi_dem.py) runs the grains-only scene from the same state: it has no mesh colliders,
-so the peer ratio is of the grain part only.
+touching it is printed; ``--settle-steps`` lets it settle on the CPU first). Every backend available
+here (cpu; cuda and optix on a GPU) is timed from that state with the collider and without it (the
+same grains then fall through where the bowl was): the difference is the collider's cost, which the
+build / detect / update breakdown places (collider forces count in detect, the swept test in update).
+The Taichi DEM peer (benchmarks/taichi_dem.py) runs the grains-only scene from the same state: it has
+no mesh colliders, so the peer ratio is of the grain part only.
 
 Friction model 'damper' (every backend runs it).
 
@@ -58,7 +58,8 @@ def bowl_full_of_grains(particles: int, settle_steps: int):
     k = np.arange(full) + 0.5
     polar = np.arccos(1.0 - 2.0 * k / full)
     azimuth = np.pi * (1.0 + 5.0 ** 0.5) * k
-    shell = shell_radius * np.stack([np.sin(polar) * np.cos(azimuth), np.cos(polar), np.sin(polar) * np.sin(azimuth)], 1)
+    shell = shell_radius * np.stack([np.sin(polar) * np.cos(azimuth), np.cos(polar),
+                                     np.sin(polar) * np.sin(azimuth)], 1)
     shell = shell[shell[:, 1] < -r_shell]
     keep = (grid[:, 1] < -radius) & (np.linalg.norm(grid, axis=1) + radius < shell_radius - r_shell)
     grid = np.concatenate([grid[keep], shell])

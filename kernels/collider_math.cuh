@@ -198,6 +198,8 @@ COLLIDER_HD void collider_offer_triangle(const ColliderParams& C, int t, const C
     ColliderCandidates& c = *q.candidates;
     int k = c.found;
     while (k > 0 && (c.d2[k - 1] > d2 || (c.d2[k - 1] == d2 && c.tri[k - 1] > t))) --k;
+    // Offered twice (OptiX may call an intersection program more than once per primitive): keep one.
+    if (k > 0 && c.tri[k - 1] == t) return;
     if (k >= COLLIDER_MAX_CANDIDATES) return;
     const int last = c.found < COLLIDER_MAX_CANDIDATES - 1 ? c.found : COLLIDER_MAX_CANDIDATES - 1;
     for (int m = last; m > k; --m) {

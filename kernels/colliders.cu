@@ -12,8 +12,9 @@ extern "C" __global__ void collider_forces(const DemParams* __restrict__ params,
     collider_grain_forces(*params, colliders, collider_count, i);
 }
 
-// Swept test of one collider after the update (one launch per collider, in order, as the CPU does): puts back every slot whose centre crossed the surface
-// during the step (from collider->old_pos) and counts the corrections.
+// Swept test of one collider after the update (one launch per collider, in order, as the CPU does):
+// puts back every slot whose centre crossed the surface during the step (from collider->old_pos) and
+// counts the corrections.
 extern "C" __global__ void collider_sweep(const DemParams* __restrict__ params,
                                           const ColliderParams* __restrict__ collider, double displacement_max) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;

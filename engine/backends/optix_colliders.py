@@ -55,7 +55,8 @@ class ColliderGas:
         self.handle = 0
         self.params = {mode: cupy.zeros(OPTIX_COLLIDER_PARAMS_DTYPE.itemsize, cupy.uint8)
                        for mode in (MODE_FORCES, MODE_SWEEP)}
-        self.built_for = None  # (tree identity, tree builds) of the host tree the GAS was built after
+        self.built_tree = None  # the host tree the GAS was last built after, and its build count then
+        self.built_rebuilds = 0
         self.time = None  # collider time of the boxes
 
     def update(self, rebuild: bool) -> bool:
@@ -100,6 +101,7 @@ class OptixColliders(DeviceColliders):
         super().reset()
         for gas in getattr(self, "gases", ()):
             gas.time = None
+            gas.built_tree = None
 
     def _refresh(self, runtimes) -> None:
         """Bring every collider's boxes and GAS to its uploaded vertices (refit, or build after a host
@@ -111,9 +113,9 @@ class OptixColliders(DeviceColliders):
             count = gas.aabb.shape[0]
             self._aabbs(blocks(count), (BLOCK,), (self.params_each[index], np.int32(count), np.float64(inflate),
                                                   gas.aabb))
-            tree_state = (id(runtime.tree), runtime.tree.rebuilds)
-            changed = gas.update(rebuild=gas.built_for != tree_state)
-            gas.built_for = tree_state
+            tree = runtime.tree
+            changed = gas.update(rebuild=gas.built_tree is not tree or gas.built_rebuilds != tree.rebuilds)
+            gas.built_tree, gas.built_rebuilds = tree, tree.rebuilds
             gas.time = mesh.uploaded_time
             if changed:
                 self._upload_params(index)
@@ -132,7 +134,8 @@ class OptixColliders(DeviceColliders):
             buffer.set(host.view(np.uint8))
 
     def _launch(self, index: int, mode: int) -> None:
-        self.optix.launch(self.rt.pipeline, self.cp.cuda.get_current_stream().ptr, self.gases[index].params[mode].data.ptr,
+        stream = self.cp.cuda.get_current_stream().ptr
+        self.optix.launch(self.rt.pipeline, stream, self.gases[index].params[mode].data.ptr,
                           OPTIX_COLLIDER_PARAMS_DTYPE.itemsize, self.rt.sbt, self.particles.particle_count, 1, 1)
 
     def add_forces(self, step: int) -> None:

@@ -32,7 +32,8 @@ extern "C" int collider_sweep_host(const DemParams* params, const ColliderParams
 // --- the OptiX path (kernels/optix_colliders.cu) with its traversal emulated -------------------------
 // OptiX offers a ray every custom primitive whose box the ray meets, in an order of its own; here every
 // triangle is tested against its float32 box (collider_triangle_aabb) and offered from the last to the
-// first, so the results show that the boxes are wide enough and that the order does not matter.
+// first, twice (OptiX may run an intersection program more than once per primitive), so the results
+// show that the boxes are wide enough and that neither the order nor repeats matter.
 
 extern "C" void collider_triangle_aabbs_host(const ColliderParams* collider, int triangle_count, double inflate,
                                              float* aabb) {
@@ -71,7 +72,9 @@ extern "C" void collider_force_sums_optix_host(const DemParams* params, const Co
             const float4 p = params->pos[i];
             const double origin[3] = {p.x, p.y, p.z}, direction[3] = {1.0, 0.0, 0.0};
             for (int t = triangle_count - 1; t >= 0; --t) {
-                if (segment_meets_box(origin, direction, 0.0, aabb + 6 * t)) collider_offer_triangle(*collider, t, query);
+                if (!segment_meets_box(origin, direction, 0.0, aabb + 6 * t)) continue;
+                collider_offer_triangle(*collider, t, query);
+                collider_offer_triangle(*collider, t, query);
             }
             f = collider_resolve(*params, *collider, i, candidates);
         }
@@ -92,7 +95,9 @@ struct EmulatedOptixCrossings {
         const double path[3] = {(float)(c.px - c.ox), (float)(c.py - c.oy), (float)(c.pz - c.oz)};
         const double tmax = (float)(1.0f + 1.0e-6f);
         for (int t = triangle_count - 1; t >= 0; --t) {
-            if (segment_meets_box(origin, path, tmax, aabb + 6 * t)) collider_offer_crossing(*C, t, c);
+            if (!segment_meets_box(origin, path, tmax, aabb + 6 * t)) continue;
+            collider_offer_crossing(*C, t, c);
+            collider_offer_crossing(*C, t, c);
         }
     }
 };
