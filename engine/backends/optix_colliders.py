@@ -12,6 +12,13 @@ contact search and the swept test done by rays:
   collider one CUDA kernel adds the sums to the float32 forces, rounding once as the CUDA kernel does.
 - ``sweep``: one launch per collider (in order, as the CPU), a ray along every centre's path.
 
+Why custom primitives and not OptiX's built-in triangles with the hardware ray–triangle test: the
+contact search needs every triangle within a distance of a point, which no ray–triangle test answers;
+and the swept test takes each triangle in its own frame (the path's start moved by that triangle's
+motion over the step) in double precision with the CPU's watertight slack at shared edges, which a
+fixed float32 hardware test can neither shift per triangle nor match at those edges. The BVH traversal
+still runs on the RT cores; the exact tests run in the intersection program.
+
 The GAS of a moving collider is refit whenever its vertices are uploaded, and rebuilt when the host's
 tree for it was rebuilt (its refit had grown too costly) or after a reset. Candidates and crossings are
 kept by a total order, so the traversal order does not matter and the answers are those of the CUDA
