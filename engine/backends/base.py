@@ -24,6 +24,8 @@ class StepTimings:
         build_s: Building/refitting the collision structure [s].
         detect_s: Finding contacts and computing contact forces [s].
         update_s: Integration, walls, fields and bookkeeping [s].
+        colliders_s: Of detect and update, the mesh colliders' share: their contact forces and swept
+            test, including moving them [s].
         steps: Steps covered.
         rebuilds: Full rebuilds among them.
     """
@@ -31,6 +33,7 @@ class StepTimings:
     build_s: float = 0.0
     detect_s: float = 0.0
     update_s: float = 0.0
+    colliders_s: float = 0.0
     steps: int = 0
     rebuilds: int = 0
 
@@ -38,6 +41,7 @@ class StepTimings:
         self.build_s += other.build_s
         self.detect_s += other.detect_s
         self.update_s += other.update_s
+        self.colliders_s += other.colliders_s
         self.steps += other.steps
         self.rebuilds += other.rebuilds
 

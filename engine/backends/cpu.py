@@ -237,9 +237,11 @@ class BackendCpu(Backend):
             k.gather_reactions(self.force, self.pair_force, nb.rev_start, nb.rev_pair)
             colliders = m.colliders
             if colliders is not None:
+                c0 = time.perf_counter()
                 previous = s.positions.copy()
                 colliders.add_forces(s.step * physics.dt, s.positions, s.velocities, m.radius, m.mass,
                                      m.material_index, s.active, self.force, physics)
+                timings.colliders_s += time.perf_counter() - c0
             t2 = time.perf_counter()
             disp2, speed2, bad = k.integrate(
                 s.positions, s.velocities, self.force, m.radius, m.mass, m.material_index, s.active, accel,
@@ -247,8 +249,10 @@ class BackendCpu(Backend):
                 self.spring, self.wall_hist, self.wall_touch, self.field_table, self.field_grid, self.pos_ref)
             if colliders is not None:
                 # Swept test from old to new centre: catches grains that would tunnel through a wall.
+                c0 = time.perf_counter()
                 colliders.after_integrate((s.step + 1) * physics.dt, previous, s.positions, s.velocities,
                                           m.radius, s.active, physics)
+                timings.colliders_s += time.perf_counter() - c0
             s.step += 1
             self.steps_since_build += 1
             if bad:

@@ -101,13 +101,17 @@ class BackendCudaGrid(Backend):
             e1 = self.timer.event()
             self._forces(blocks(p.particle_count), (BLOCK,), (p.params, self.sorter.start, self.sorter.sorted, self.pos_sorted))
             if self.colliders is not None:
+                c0 = self.timer.event()
                 self.colliders.add_forces(p.step_index)
+                self.timer.mark("colliders_s", c0, self.timer.event())
             e2 = self.timer.event()
             if self.colliders is not None:
                 self.colliders.remember_positions()
             p.integrate()
             if self.colliders is not None:
+                c0 = self.timer.event()
                 self.colliders.sweep(p.step_index)  # the end of the step: integrate advanced it
+                self.timer.mark("colliders_s", c0, self.timer.event())
             e3 = self.timer.event()
             self.timer.mark("build_s", e0, e1)
             self.timer.mark("detect_s", e1, e2)

@@ -41,6 +41,8 @@ def run(args) -> int:
           f"{result['particle_steps_per_s']:.3g} particle-steps/s")
     print(f"  build {result['build_ms_per_step']:.3f} / detect {result['detect_ms_per_step']:.3f} / update "
           f"{result['update_ms_per_step']:.3f} ms per step, {result['rebuilds']} rebuilds")
+    if result["colliders_ms_per_step"] > 0.0:
+        print(f"  of which mesh colliders {result['colliders_ms_per_step']:.3f} ms per step")
     print(f"  dt {p['dt']:.3g} s, stiffness {p['stiffness']:.3g} N/m, restitution {p['restitution']}, friction "
           f"{p['friction']}, density {p['density']} kg/m³, gravity {p['gravity']} m/s², box {p['box_lo']}–"
           f"{p['box_hi']} m, radii {p['radius_min']:.3g}–{p['radius_max']:.3g} m")

@@ -46,7 +46,7 @@ MAX_CANDIDATES = 48
 #: A new contact inherits an old spring when their normals are closer than this cosine (≈ 45°).
 MATCH_COS = 0.7
 #: Grains per parallel block (scratch arrays are allocated per block, not per grain).
-BLOCK = 128
+BLOCK = 512
 #: Swept-test passes per grain and step (each undoes one crossing; three faces meet at a corner).
 SWEEP_PASSES = 4
 #: Clearances are shortened by this fraction of the reach against rounding.
