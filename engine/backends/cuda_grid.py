@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Backend, StepTimings
+from .gpu_backend import BackendGpu
 from .gpu_colliders import DeviceColliders
 from .gpu_runtime import (BLOCK, DeviceParticles, PhaseTimer, blocks, device_summary, import_cupy, raw_module,
                           BucketSorter)
 from ..model import Model
-from ..state import State
 
 #: Buckets per particle at least (rounded up to a power of two, so up to 2× more).
 BUCKETS_PER_PARTICLE = 2
@@ -34,7 +33,7 @@ BUCKETS_PER_PARTICLE = 2
 FORCES_MIN_BLOCKS = 1
 
 
-class BackendCudaGrid(Backend):
+class BackendCudaGrid(BackendGpu):
     """Hashed-grid DEM on an NVIDIA GPU through CuPy. See the module docstring."""
 
     name = "cuda"
@@ -56,25 +55,12 @@ class BackendCudaGrid(Backend):
         self._gather_sorted = module.get_function("grid_gather_sorted")
         self._forces = module.get_function("grid_forces")
         self._pairs = module.get_function("grid_pairs")
-        self.needs_rebuild = True
-        self.steps_since_rebuild = 0
         self.pair_capacity = max(16, 8 * n)
         self.timer = PhaseTimer(self.cp)
-        self.has_state = False
 
     def describe(self) -> str:
         name, (major, minor) = device_summary(self.cp)
         return f"cuda (grid, {name}, sm_{major}{minor}, CuPy {self.cp.__version__})"
-
-    def set_state(self, state: State) -> None:
-        self.particles.upload(state)
-        self.needs_rebuild = True
-        if self.colliders is not None:
-            self.colliders.reset()
-        self.has_state = True
-
-    def get_state(self) -> State:
-        return self.particles.download()
 
     def begin_frame(self) -> None:
         """Nothing to do: the grid is rebuilt every step (kept for the bake loop's interface)."""
@@ -86,40 +72,15 @@ class BackendCudaGrid(Backend):
         self.sorter.sort(p.key)
         self._gather_sorted(blocks(p.particle_count), (BLOCK,), (p.params, self.sorter.sorted, self.pos_sorted))
 
-    def step(self, count: int) -> StepTimings:
-        physics = self.model.physics
+    def _build(self, rebuild: bool) -> None:
+        """Reorder the slots along the Morton curve when ``rebuild``; bucket them into the grid."""
+        if rebuild:
+            self.particles.morton_reorder()
+        self._bucket()
+
+    def _detect(self) -> None:
         p = self.particles
-        timings = StepTimings()
-        for _ in range(count):
-            e0 = self.timer.event()
-            if self.needs_rebuild or self.steps_since_rebuild >= physics.rebuild_interval:
-                p.morton_reorder()
-                self.needs_rebuild = False
-                self.steps_since_rebuild = 0
-                timings.rebuilds += 1
-            self._bucket()
-            e1 = self.timer.event()
-            self._forces(blocks(p.particle_count), (BLOCK,), (p.params, self.sorter.start, self.sorter.sorted, self.pos_sorted))
-            if self.colliders is not None:
-                c0 = self.timer.event()
-                self.colliders.add_forces(p.step_index)
-                self.timer.mark("colliders_s", c0, self.timer.event())
-            e2 = self.timer.event()
-            if self.colliders is not None:
-                self.colliders.remember_positions()
-            p.integrate()
-            if self.colliders is not None:
-                c0 = self.timer.event()
-                self.colliders.sweep(p.step_index)  # the end of the step: integrate advanced it
-                self.timer.mark("colliders_s", c0, self.timer.event())
-            e3 = self.timer.event()
-            self.timer.mark("build_s", e0, e1)
-            self.timer.mark("detect_s", e1, e2)
-            self.timer.mark("update_s", e2, e3)
-            self.steps_since_rebuild += 1
-            timings.steps += 1
-        self.timer.collect(timings)
-        return timings
+        self._forces(blocks(p.particle_count), (BLOCK,), (p.params, self.sorter.start, self.sorter.sorted, self.pos_sorted))
 
     def contact_pairs(self) -> np.ndarray:
         cp = self.cp

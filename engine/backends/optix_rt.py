@@ -21,16 +21,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Backend, StepTimings
+from .gpu_backend import BackendGpu
 from .gpu_runtime import (BLOCK, OPTIX_DEM_PARAMS_DTYPE, DeviceParticles, PhaseTimer, blocks, device_summary,
                           import_cupy, import_optix, raw_module)
 from .optix_colliders import OptixColliders
 from .optix_pipeline import RAY_TMAX_FRACTION, OptixPipeline
 from ..model import Model
-from ..state import State
 
 
-class BackendOptix(Backend):
+class BackendOptix(BackendGpu):
     """The paper's ray-traced DEM through OptiX (pyoptix-contrib) and CuPy. See the module docstring."""
 
     name = "optix"
@@ -64,8 +63,6 @@ class BackendOptix(Backend):
         common = raw_module("dem_common.cu")
         self._aabbs = common.get_function("dem_proxy_aabbs")
         self._set_u64 = common.get_function("set_u64")
-        self.needs_rebuild = True
-        self.steps_since_rebuild = 0
         self.timer = PhaseTimer(cp)
         self._upload_params(mode=0)
 
@@ -85,15 +82,6 @@ class BackendOptix(Backend):
         p["mode"] = mode
         p["ray_tmax"] = RAY_TMAX_FRACTION * float(self.model.radius.min())
         self.params.set(self.host_params.view(np.uint8))
-
-    def set_state(self, state: State) -> None:
-        self.particles.upload(state)
-        self.needs_rebuild = True
-        if self.colliders is not None:
-            self.colliders.reset()
-
-    def get_state(self) -> State:
-        return self.particles.download()
 
     def begin_frame(self) -> None:
         """Nothing to do: refitting keeps the contacts exact (kept for the bake loop's interface)."""
@@ -118,41 +106,12 @@ class BackendOptix(Backend):
         self.optix.launch(self.rt.pipeline, self.cp.cuda.get_current_stream().ptr, self.params.data.ptr,
                           OPTIX_DEM_PARAMS_DTYPE.itemsize, self.rt.sbt, self.particles.particle_count, 1, 1)
 
-    def step(self, count: int) -> StepTimings:
-        physics = self.model.physics
-        p = self.particles
-        timings = StepTimings()
-        for _ in range(count):
-            e0 = self.timer.event()
-            rebuild = self.needs_rebuild or self.steps_since_rebuild >= physics.rebuild_interval
-            self._update_gas(rebuild)
-            if rebuild:
-                self.needs_rebuild = False
-                self.steps_since_rebuild = 0
-                timings.rebuilds += 1
-            e1 = self.timer.event()
-            p.force.fill(0)
-            self._launch()
-            if self.colliders is not None:
-                c0 = self.timer.event()
-                self.colliders.add_forces(p.step_index)
-                self.timer.mark("colliders_s", c0, self.timer.event())
-            e2 = self.timer.event()
-            if self.colliders is not None:
-                self.colliders.remember_positions()
-            p.integrate()
-            if self.colliders is not None:
-                c0 = self.timer.event()
-                self.colliders.sweep(p.step_index)  # the end of the step: integrate advanced it
-                self.timer.mark("colliders_s", c0, self.timer.event())
-            e3 = self.timer.event()
-            self.timer.mark("build_s", e0, e1)
-            self.timer.mark("detect_s", e1, e2)
-            self.timer.mark("update_s", e2, e3)
-            self.steps_since_rebuild += 1
-            timings.steps += 1
-        self.timer.collect(timings)
-        return timings
+    def _build(self, rebuild: bool) -> None:
+        self._update_gas(rebuild)
+
+    def _detect(self) -> None:
+        self.particles.force.fill(0)  # the intersection program accumulates into it
+        self._launch()
 
     def contact_pairs(self) -> np.ndarray:
         cp = self.cp

@@ -1,0 +1,83 @@
+"""What the CUDA grid and OptiX backends share: state transfer and the step loop with its timed phases.
+
+A step, queued on the GPU without a host synchronisation:
+
+1. build: ``_build(rebuild)``, with ``rebuild`` true at the first step after ``set_state`` and every
+   ``physics.rebuild_interval`` steps (the backend's own structure: hashed grid or GAS);
+2. detect: ``_detect()`` leaves the grain–grain contact forces in the slots' forces, then the mesh
+   colliders add theirs;
+3. update: walls, fields and semi-implicit Euler (``DeviceParticles.integrate``), then the colliders'
+   swept test at the end of the step.
+
+The phases (and the colliders' share of detect + update) are timed with CUDA events and read once at
+the end of ``step``.
+"""
+
+from __future__ import annotations
+
+import abc
+
+from .base import Backend, StepTimings
+from ..state import State
+
+
+class BackendGpu(Backend):
+    """Base of the GPU backends. Subclasses set, in ``__init__``: ``particles`` (a
+    ``gpu_runtime.DeviceParticles``), ``colliders`` (a ``gpu_colliders.DeviceColliders`` or None),
+    ``timer`` (a ``gpu_runtime.PhaseTimer``), and implement ``_build`` and ``_detect``."""
+
+    needs_rebuild = True
+    steps_since_rebuild = 0
+
+    @abc.abstractmethod
+    def _build(self, rebuild: bool) -> None:
+        """Bring the collision structure up to the current positions (from scratch when ``rebuild``)."""
+
+    @abc.abstractmethod
+    def _detect(self) -> None:
+        """Write every slot's grain–grain contact force into ``particles.force``."""
+
+    def set_state(self, state: State) -> None:
+        self.particles.upload(state)
+        self.needs_rebuild = True
+        if self.colliders is not None:
+            self.colliders.reset()
+
+    def get_state(self) -> State:
+        return self.particles.download()
+
+    def step(self, count: int) -> StepTimings:
+        physics = self.model.physics
+        p = self.particles
+        timer = self.timer
+        timings = StepTimings()
+        for _ in range(count):
+            e0 = timer.event()
+            rebuild = self.needs_rebuild or self.steps_since_rebuild >= physics.rebuild_interval
+            self._build(rebuild)
+            if rebuild:
+                self.needs_rebuild = False
+                self.steps_since_rebuild = 0
+                timings.rebuilds += 1
+            e1 = timer.event()
+            self._detect()
+            if self.colliders is not None:
+                c0 = timer.event()
+                self.colliders.add_forces(p.step_index)
+                timer.mark("colliders_s", c0, timer.event())
+            e2 = timer.event()
+            if self.colliders is not None:
+                self.colliders.remember_positions()
+            p.integrate()
+            if self.colliders is not None:
+                c0 = timer.event()
+                self.colliders.sweep(p.step_index)  # the end of the step: integrate advanced it
+                timer.mark("colliders_s", c0, timer.event())
+            e3 = timer.event()
+            timer.mark("build_s", e0, e1)
+            timer.mark("detect_s", e1, e2)
+            timer.mark("update_s", e2, e3)
+            self.steps_since_rebuild += 1
+            timings.steps += 1
+        timer.collect(timings)
+        return timings
