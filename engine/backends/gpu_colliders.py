@@ -103,9 +103,11 @@ class DeviceColliderMesh:
         self.arrays["vertices"].set(np.ascontiguousarray(runtime.vertices, np.float64))
         self.arrays["vertex_velocity"].set(np.ascontiguousarray(runtime.velocities, np.float64))
         self.arrays["displacement"].set(np.ascontiguousarray(displacement, np.float64))
-        for name, value in tree_arrays_int32(runtime.tree).items():
-            if name not in ("left", "start", "count"):  # a median-split tree's layout never changes
-                self.arrays[name].set(value)
+        # A median-split tree's layout (left, start, count) never changes: only its order and boxes.
+        tree = runtime.tree
+        self.arrays["order"].set(np.ascontiguousarray(tree.order, np.int32))
+        self.arrays["box_lo"].set(np.ascontiguousarray(tree.box_lo))
+        self.arrays["box_hi"].set(np.ascontiguousarray(tree.box_hi))
         self.uploaded_time = runtime.time
 
 
