@@ -35,6 +35,8 @@ class BakeJob:
         backend: Engine backend name.
         settings: Scene snapshot, or None to resume the cache in ``folder``.
         info: Extra manifest entries.
+        inputs: The scene's fingerprint (``BakeSettings.fingerprint``): stored with a new bake, checked
+            by a resume against the stored one.
         progress: The engine's progress object, shared with the main thread.
     """
 
@@ -43,6 +45,7 @@ class BakeJob:
     backend: str
     settings: BakeSettings | None
     info: dict = field(default_factory=dict)
+    inputs: dict | None = None
     progress: object = None
     thread: threading.Thread | None = field(default=None, repr=False)
 
@@ -77,12 +80,12 @@ class BakeJob:
         try:
             if self.resume:
                 bake(None, self.folder, frames=self.frames, backend=self.backend, resume=True,
-                     progress=self.progress, info=self.info)
+                     progress=self.progress, info=self.info, inputs=self.inputs)
             else:
                 self.progress.message = "Packing the particle sources"
                 setup = setup_from_settings(self.settings)
                 bake(setup, self.folder, frames=self.frames, backend=self.backend,
-                     progress=self.progress, info=self.info)
+                     progress=self.progress, info=self.info, inputs=self.inputs)
         except MochiError as exc:
             self.progress.error = str(exc)
         except Exception as exc:  # a bug: keep the traceback on the console, tell the user one line
@@ -98,7 +101,7 @@ def current_job() -> BakeJob | None:
 
 
 def start_job(folder: Path, *, frames: int, backend: str, settings: BakeSettings | None,
-              info: dict | None = None) -> BakeJob:
+              info: dict | None = None, inputs: dict | None = None) -> BakeJob:
     """Start a bake in a worker thread.
 
     Raises:
@@ -112,7 +115,7 @@ def start_job(folder: Path, *, frames: int, backend: str, settings: BakeSettings
         if _current is not None:
             raise MochiError("A Mochi bake is already running; cancel it or wait for it to finish.")
         job = BakeJob(folder=Path(folder), frames=frames, backend=backend, settings=settings,
-                      info=dict(info or {}), progress=BakeProgress())
+                      info=dict(info or {}), inputs=inputs, progress=BakeProgress())
         job.progress.frames_total = frames
         job.thread = threading.Thread(target=job._run, name="mochi-bake", daemon=True)
         _current = job

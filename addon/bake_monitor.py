@@ -109,13 +109,16 @@ def start_bake(context, *, resume: bool, frames: int | None = None, backend: str
                              "raise the end frame to bake more.")
         settings = None
         info = {key: manifest[key] for key in MANIFEST_INFO_KEYS if key in manifest}
+        # The scene as it is now, so the engine can refuse a resume of a scene that changed since.
+        inputs = scene_blender_to_settings(context, frame_count=total).fingerprint()
     else:
         if completed > 0:
             raise MochiError(f"'{folder}' already holds a bake of {completed} frames; free it or resume it.")
         settings = scene_blender_to_settings(context, frame_count=total)
         info = settings.manifest_info()
+        inputs = settings.fingerprint()
     job = bake_job.start_job(folder, frames=total, backend=backend_name(scene, backend), settings=settings,
-                             info=info)
+                             info=info, inputs=inputs)
     start = scene.mochi.frame_start
     if resume and manifest.get("frame_start_scene") is not None:
         start = int(manifest["frame_start_scene"])

@@ -16,7 +16,7 @@ import bpy
 #: Packages each optional backend needs (pip names).
 GPU_PACKAGES = {"cuda": ("cupy-cuda12x",), "optix": ("cupy-cuda12x", "pyoptix-contrib")}
 #: Modules the CPU path needs; the extension zip bundles them.
-CPU_MODULES = ("numba", "plyfile", "scipy", "trimesh")
+CPU_MODULES = ("filelock", "numba", "plyfile", "scipy", "trimesh")
 
 ROOT_PACKAGE = __package__.rsplit(".", 1)[0]
 

@@ -32,8 +32,10 @@ def render_cache_frame(cache: Path, *, frame: int, out: Path, samples: int = 16,
     Raises:
         MochiError: no cache, a frame that is not baked, bad sizes, or Cycles missing.
     """
+    from ..engine.atomic import check_output_file
     from ..engine.cache import read_manifest
 
+    out = check_output_file(out, suffix=".png")
     cache = cache.resolve()
     manifest = read_manifest(cache)
     if manifest is None:
@@ -85,8 +87,10 @@ def render_cache_frame(cache: Path, *, frame: int, out: Path, samples: int = 16,
     render.resolution_x, render.resolution_y = resolution
     render.resolution_percentage = 100
     render.image_settings.file_format = "PNG"
-    out = out.resolve()
-    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise MochiError(f"Cannot create the folder of '{out}': {exc.strerror or exc}.") from None
     render.filepath = str(out)
     bpy.ops.render.render(write_still=True)
     if not out.is_file():

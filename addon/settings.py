@@ -8,7 +8,7 @@ Blender unit being one metre.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -170,6 +170,17 @@ class BakeSettings:
     domain: DomainSettings
     sources: tuple[SourceSettings, ...]
     colliders: tuple[ColliderSettings, ...] = ()
+
+    def fingerprint(self) -> dict:
+        """What the bake is made from, for the check a resume makes (``engine.bake``, inputs): every
+        setting, mesh and material, but not where the cache lives, how many frames to bake, which
+        backend runs it (checked apart) or the keys of animated colliders (sampled over the frame range,
+        which a resume may extend)."""
+        sim = replace(self.simulation, frame_count=0, backend="", cache_folder=Path(), blend_file="",
+                      scene_name="")
+        colliders = [replace(c, times=None, translations=None, rotations=None, key_vertices=None)
+                     for c in self.colliders]
+        return {"simulation": sim, "domain": self.domain, "sources": list(self.sources), "colliders": colliders}
 
     def manifest_info(self) -> dict:
         """Extra manifest entries that let playback and people find their way back to the scene."""

@@ -62,4 +62,21 @@ def set_numba_cache_folder(folder: str) -> None:
         sys.modules["numba"].config.CACHE_DIR = folder
 
 
+#: numba's threading layers in the order the engine wants them. TBB goes last: inside Blender (whose
+#: own libtbb is loaded, so numba would pick it first) a process that used it could hang for ever at
+#: exit in ``tbb::finalize``; OpenMP is thread-safe (Blender bakes in a worker thread) and workqueue
+#: is the fallback where no OpenMP runtime exists (macOS without libomp).
+THREADING_LAYER_PRIORITY = ("omp", "workqueue", "tbb")
+
+
+def prefer_safe_threading_layer() -> None:
+    """Make numba choose its threading layer from ``THREADING_LAYER_PRIORITY`` (before its first
+    parallel kernel runs; a layer already started cannot change). A layer the user named with
+    ``NUMBA_THREADING_LAYER`` is left alone."""
+    os.environ["NUMBA_THREADING_LAYER_PRIORITY"] = " ".join(THREADING_LAYER_PRIORITY)
+    if "numba" in sys.modules:
+        sys.modules["numba"].config.THREADING_LAYER_PRIORITY = list(THREADING_LAYER_PRIORITY)
+
+
 set_numba_cache_folder(_numba_cache_folder())
+prefer_safe_threading_layer()

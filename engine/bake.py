@@ -16,10 +16,16 @@ from typing import Callable
 
 import numpy as np
 
-from . import __version__
+from . import __version__, _source_digest
 from .backends import make_backend
 from .backends.base import StepTimings
-from .cache import HISTORY_FOLDER, MANIFEST_NAME, CacheWriter, frame_path, load_resume, read_history, read_manifest
+from .budget import DEFAULT_MAX_STEPS_PER_FRAME, check_memory, check_steps_per_frame
+from .cache import (HISTORY_FOLDER, MANIFEST_NAME, CacheWriter, ensure_cache_folder, frame_path, load_resume, read_history,
+                    read_manifest, remove_cache_files)
+from .cache_integrity import MANIFEST_DIGEST_KEY, check_manifest_digest
+from .cache_lock import LOCK_NAME, CacheLock
+from .colliders.storage import FOLDER as COLLIDERS_FOLDER
+from .digest import canonical, changes, digest
 from .errors import BakeCancelled, MochiError
 from .scene import SceneSetup
 
@@ -75,19 +81,11 @@ def _remove_stale_temporaries(folder: Path) -> None:
         path.unlink(missing_ok=True)
 
 
-def _clear_cache(folder: Path) -> None:
-    """Remove a previous bake's frames and manifest (only Mochi's own files)."""
-    for path in folder.glob("frame_*.ply"):
-        path.unlink()
-    (folder / MANIFEST_NAME).unlink(missing_ok=True)
-    for path in (folder / HISTORY_FOLDER).glob("*.npz"):
-        path.unlink()
-
-
 def writer_fields() -> tuple[str, ...]:
     """Manifest keys the cache writer owns (recomputed on every write)."""
     return ("format", "format_version", "engine_version", "fps", "dt", "steps_per_frame", "particle_count",
-            "attributes", "frame_pattern", "frame_start", "frames_completed", "updated", "physics")
+            "attributes", "frame_pattern", "frame_start", "frames_completed", "updated", "physics",
+            "physics_digest", "resume_history", "file_digests", MANIFEST_DIGEST_KEY)
 
 
 def _empty_history(model) -> dict:
@@ -97,18 +95,27 @@ def _empty_history(model) -> dict:
 
 def bake(setup: SceneSetup | None, out_dir, *, frames: int, backend: str = "cpu", resume: bool = False,
          overwrite: bool = False, progress: BakeProgress | None = None, info: dict | None = None,
+         inputs: dict | None = None, max_steps_per_frame: int | None = DEFAULT_MAX_STEPS_PER_FRAME,
          log: Callable[[str], None] | None = None, on_frame: Callable[[BakeProgress], None] | None = None) -> BakeProgress:
     """Bake frames 1..``frames`` of ``setup`` into the cache folder ``out_dir``.
 
+    The folder is locked for the whole bake (``engine.cache_lock``). A resume continues exactly or is
+    refused: the manifest records digests of the engine, the resolved physics and the inputs, and the
+    frames and contact history are checked before anything is stepped.
+
     Args:
-        setup: The scene; may be None with ``resume`` (everything then comes from the cache).
-        out_dir: Cache folder.
+        setup: The scene; None with ``resume`` (everything then comes from the cache).
+        out_dir: Cache folder; created if missing, and removed again if the bake fails before frame 1.
         frames: Last frame to write (frame 1 is the initial state).
         backend: 'cpu', 'cuda', 'optix' or 'auto'.
         resume: Continue an existing cache from its last complete frame.
         overwrite: Replace an existing cache instead of refusing.
         progress: Progress object to update (one is made if None).
         info: Extra manifest entries (preset path, scene name...).
+        inputs: What the scene was made from (a preset and its options, a Blender snapshot), as values
+            ``engine.digest.canonical`` accepts. Stored with a new bake; a resume given inputs that
+            differ from the stored ones is refused, naming the settings that changed.
+        max_steps_per_frame: Refuse a new bake needing more steps per frame (None: no budget).
         log: Where one-line messages go (default: nowhere).
         on_frame: Called after every written frame (the CLI's progress bar).
 
@@ -116,13 +123,15 @@ def bake(setup: SceneSetup | None, out_dir, *, frames: int, backend: str = "cpu"
         The progress object, finished.
 
     Raises:
-        MochiError: bad input, an existing cache without resume/overwrite, a diverged simulation
-            (frames already written stay). Also stored in ``progress.error``.
+        MochiError: bad input, a locked folder, an existing cache without resume/overwrite, a resume
+            that would not continue the same bake, a diverged simulation (frames already written
+            stay). Also stored in ``progress.error``.
     """
     progress = progress or BakeProgress()
     log = log or (lambda message: None)
     try:
-        _bake(setup, Path(out_dir), frames, backend, resume, overwrite, progress, dict(info or {}), log, on_frame)
+        _bake(setup, Path(out_dir), frames, backend, resume, overwrite, progress, dict(info or {}), inputs,
+              max_steps_per_frame, log, on_frame)
     except BakeCancelled:
         progress.cancelled = True
         progress.message = f"Cancelled; frames 1–{progress.frames_done} are complete."
@@ -135,58 +144,173 @@ def bake(setup: SceneSetup | None, out_dir, *, frames: int, backend: str = "cpu"
     return progress
 
 
+def _check_request(setup, folder: Path, frames: int, resume: bool, overwrite: bool,
+                   max_steps_per_frame: int | None) -> None:
+    """Refusals that need nothing but the arguments (before any folder is created)."""
+    if isinstance(frames, bool) or not isinstance(frames, int) or frames < 1:
+        raise MochiError(f"The number of frames must be an integer of at least 1, not {frames!r}.")
+    if resume and overwrite:
+        raise MochiError("Resume and overwrite exclude each other: resume continues the bake in the folder, "
+                         "overwrite replaces it.")
+    if resume:
+        if not folder.is_dir():
+            raise MochiError(f"There is no bake to resume in '{folder}': the folder does not exist.")
+        if not (folder / MANIFEST_NAME).is_file():  # checked before the lock, which would leave a file
+            what = "frame files but no manifest.json" if any(folder.glob("frame_*.ply")) else "no manifest.json"
+            raise MochiError(f"There is no bake to resume in '{folder}': it holds {what}.")
+        return
+    if setup is None:
+        raise MochiError(f"There is no scene to bake into '{folder}'.")
+    physics = setup.model.physics
+    check_steps_per_frame(physics.steps_per_frame, physics.dt, physics.stiffness, limit=max_steps_per_frame)
+    check_memory(setup.model.particle_count)
+
+
+def _remove_failed_start(folder: Path, lock: CacheLock) -> None:
+    """Remove a folder this bake created when it failed before writing frame 1 (only Mochi's files).
+
+    The bake's files go while the lock is held; the lock file and the folder go after, and only if
+    nothing else arrived meanwhile (rmdir of a folder that is not empty fails).
+    """
+    remove_cache_files(folder)
+    _remove_stale_temporaries(folder)
+    lock.release()
+    (folder / LOCK_NAME).unlink(missing_ok=True)
+    try:
+        folder.rmdir()
+    except OSError:
+        pass  # something else was put there meanwhile: leave it
+
+
 def _bake(setup, folder: Path, frames: int, backend_name: str, resume: bool, overwrite: bool,
-          progress: BakeProgress, info: dict, log, on_frame) -> None:
-    if frames < 1:
-        raise MochiError(f"The number of frames must be at least 1, not {frames}.")
-    existing = read_manifest(folder) if folder.is_dir() else None
-    if folder.is_dir():
+          progress: BakeProgress, info: dict, inputs: dict | None, max_steps_per_frame: int | None, log,
+          on_frame) -> None:
+    _check_request(setup, folder, frames, resume, overwrite, max_steps_per_frame)
+    created = not folder.exists()
+    ensure_cache_folder(folder)
+    lock = CacheLock(folder, action="resume" if resume else "bake")
+    # Refused: another process owns the folder and everything in it, even if this one created it first.
+    lock.acquire()
+    written = False
+    try:
         _remove_stale_temporaries(folder)
-    done = existing.get("frames_completed", 0) if existing else 0
-    if resume and done >= 1:
-        model, state, manifest = load_resume(folder)
-        # Keep what the bake's author recorded (scene, preset, add-on entries); engine fields are rewritten.
-        engine_keys = set(writer_fields()) | {"physics", "backend", "engine_version", "colliders"}
-        info = {k: v for k, v in manifest.items() if k not in engine_keys} | info
-        start = done
-        log(f"Resuming '{folder}' after frame {done}.")
+        if resume:
+            run = _prepare_resume(folder, frames, backend_name, inputs, info, log)
+        else:
+            run = _prepare_new(setup, folder, overwrite, backend_name, inputs, info, log)
+        written = True
+        _run_frames(run, folder, frames, progress, on_frame)
+    except BaseException:
+        if created and not written:
+            _remove_failed_start(folder, lock)
+        raise
+    finally:
+        lock.release()
+
+
+@dataclass
+class _Run:
+    """A bake ready to step: its backend, writer, state, contact history and first frame on disk."""
+
+    model: object
+    runner: object
+    writer: CacheWriter
+    state: object
+    history: dict | None
+    start: int
+
+
+def _prepare_new(setup: SceneSetup, folder: Path, overwrite: bool, backend_name: str, inputs: dict | None,
+                 info: dict, log) -> _Run:
+    existing = read_manifest(folder)
+    done = existing["frames_completed"] if existing else 0
+    if done >= 1 and not overwrite:
+        raise MochiError(f"'{folder}' already holds a bake of {done} frames; resume it or choose "
+                         "overwrite to replace it.")
+    if existing is None and not overwrite and any(folder.glob("frame_*.ply")):
+        raise MochiError(f"'{folder}' holds frame files that are not from a Mochi bake; choose another "
+                         "folder or overwrite.")
+    model = setup.model
+    info.setdefault("scene", setup.name)
+    runner = _make_runner(model, backend_name, info, log)
+    _record_inputs(info, inputs)
+    writer = CacheWriter(folder, model, info)
+    remove_cache_files(folder)
+    if model.colliders is not None:
+        model.colliders.save(folder)  # geometry and motion, so a resume needs only the cache
+        writer.record_files(*sorted((folder / COLLIDERS_FOLDER).iterdir()))
+    writer.write_frame(1, setup.state, _empty_history(model) if model.physics.friction_model == "spring" else None)
+    return _Run(model, runner, writer, setup.state, None, 1)
+
+
+def _prepare_resume(folder: Path, frames: int, backend_name: str, inputs: dict | None, info: dict, log) -> _Run:
+    existing = read_manifest(folder)
+    if existing is None:  # removed since _check_request looked
+        raise MochiError(f"There is no bake to resume in '{folder}': it holds no manifest.json.")
+    check_manifest_digest(existing, folder / MANIFEST_NAME)
+    done = existing["frames_completed"]
+    if done < 1:
+        raise MochiError(f"There is no bake to resume in '{folder}': its manifest lists no complete frame.")
+    if existing.get("engine_digest") not in (None, _source_digest()):
+        raise MochiError(f"The bake in '{folder}' was made by another version of the engine, so it cannot "
+                         "continue exactly; bake it again with overwrite.")
+    if inputs is not None and existing.get("inputs_digest") is not None \
+            and existing["inputs_digest"] != digest(inputs):
+        raise MochiError(f"The scene changed since the bake in '{folder}' was made "
+                         f"({changes(existing.get('inputs'), inputs)}); undo the change to resume, or bake "
+                         "again with overwrite.")
+    model, state, manifest = load_resume(folder)
+    history = read_history(folder, done, model.particle_count)
+    if history is None and manifest.get("resume_history"):
+        raise MochiError(f"The contact history of frame {done} is missing from '{folder / HISTORY_FOLDER}', so "
+                         "the bake cannot continue exactly; bake again with overwrite.")
+    # Keep what the bake's author recorded (scene, preset, add-on entries); engine fields are rewritten.
+    engine_keys = set(writer_fields()) | {"backend", "engine_version", "colliders", "engine_digest"}
+    info = {k: v for k, v in manifest.items() if k not in engine_keys} | info
+    runner = _make_runner(model, backend_name, info, log)
+    if manifest.get("backend") not in (None, runner.name):
+        raise MochiError(f"The bake in '{folder}' was made with the {manifest['backend']} backend; resume it "
+                         f"with that backend (not {runner.name}) so it continues exactly.")
+    if frames <= done:
+        log(f"'{folder}' already holds frames 1–{done}; nothing to bake.")
     else:
-        if setup is None:
-            raise MochiError(f"There is no bake to resume in '{folder}'.")
-        if done >= 1 and not overwrite:
-            raise MochiError(f"'{folder}' already holds a bake of {done} frames; resume it or choose "
-                             "overwrite to replace it.")
-        if existing is None and not overwrite and any(folder.glob("frame_*.ply")):
-            raise MochiError(f"'{folder}' holds frame files that are not from a Mochi bake; choose another "
-                             "folder or overwrite.")
-        model, state, start = setup.model, setup.state, 0
-        info.setdefault("scene", setup.name)
+        log(f"Resuming '{folder}' after frame {done}.")
+    # The frames and colliders stay: their digests carry over (the contact history is rewritten).
+    kept = {name: sha for name, sha in manifest.get("file_digests", {}).items()
+            if not name.startswith(f"{HISTORY_FOLDER}/")}
+    return _Run(model, runner, CacheWriter(folder, model, info, file_digests=kept), state, history, done)
+
+
+def _make_runner(model, backend_name: str, info: dict, log):
     info["backend_requested"] = backend_name
     runner = make_backend(backend_name, model, log=log)
     info["backend"] = runner.name
     info["engine_version"] = __version__
+    info["engine_digest"] = _source_digest()
     info["colliders"] = model.colliders is not None
-    writer = CacheWriter(folder, model, info)
-    if start == 0:
-        if folder.is_dir():
-            _clear_cache(folder)
-        if model.colliders is not None:
-            model.colliders.save(folder)  # geometry and motion, so a resume needs only the cache
-        writer.write_frame(1, state, _empty_history(model) if model.physics.friction_model == "spring" else None)
-        start = 1
+    return runner
+
+
+def _record_inputs(info: dict, inputs: dict | None) -> None:
+    if inputs is not None:
+        info["inputs"] = canonical(inputs)
+        info["inputs_digest"] = digest(inputs)
+
+
+def _run_frames(run: _Run, folder: Path, frames: int, progress: BakeProgress, on_frame) -> None:
+    model, runner = run.model, run.runner
     progress.frames_total = frames
-    progress.frames_done = start
+    progress.frames_done = run.start
     progress.backend_name = runner.describe()
     progress.particle_count = model.particle_count
-    progress.last_frame_path = str(frame_path(folder, start))
+    progress.last_frame_path = str(frame_path(folder, run.start))
     if on_frame:
         on_frame(progress)
-    runner.set_state(state)
-    history = read_history(folder, start) if resume else None
-    if history is not None and hasattr(runner, "set_contact_history"):
-        runner.set_contact_history(history)
+    runner.set_state(run.state)
+    if run.history is not None and hasattr(runner, "set_contact_history"):
+        runner.set_contact_history(run.history)
     steps_per_frame = model.physics.steps_per_frame
-    for frame in range(start + 1, frames + 1):
+    for frame in range(run.start + 1, frames + 1):
         began = time.perf_counter()
         if hasattr(runner, "begin_frame"):
             runner.begin_frame()
@@ -199,11 +323,37 @@ def _bake(setup, folder: Path, frames: int, backend_name: str, resume: bool, ove
             remaining -= chunk
         state = runner.get_state()
         history = runner.get_contact_history() if hasattr(runner, "get_contact_history") else None
-        path = writer.write_frame(frame, state, history)
+        path = run.writer.write_frame(frame, state, history)
         progress.frames_done = frame
         progress.last_frame_path = str(path)
         progress.message = (f"Frame {frame}/{frames} ({model.particle_count:,} particles, "
                             f"{time.perf_counter() - began:.2f} s)")
         if on_frame:
             on_frame(progress)
-    progress.message = f"Baked frames 1–{frames} into '{folder}'."
+    progress.message = f"Baked frames 1–{max(frames, run.start)} into '{folder}'."
+
+
+def free_bake(out_dir) -> int:
+    """Delete the bake in ``out_dir`` (frames, manifest, contact history, colliders) under its lock.
+
+    Returns:
+        The number of frames the deleted bake held.
+
+    Raises:
+        MochiError: no Mochi bake there, the folder is locked by a running bake, or a file cannot be
+            deleted.
+    """
+    folder = Path(out_dir)
+    if not folder.is_dir():
+        raise MochiError(f"There is no Mochi bake in '{folder}': the folder does not exist.")
+    with CacheLock(folder, action="free the bake"):
+        manifest = read_manifest(folder)
+        if manifest is None:
+            raise MochiError(f"There is no Mochi bake in '{folder}' (no manifest.json); nothing was deleted.")
+        try:
+            remove_cache_files(folder)
+            _remove_stale_temporaries(folder)
+        except OSError as exc:
+            raise MochiError(f"Cannot delete the bake in '{folder}': {exc.strerror or exc}.") from None
+    # The lock file stays: unlinking it could let two later bakes lock two different files.
+    return manifest["frames_completed"]

@@ -10,18 +10,24 @@ resolved physics, so a bake resumes from the cache alone (see ``load_resume``).
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import os
+import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from . import __version__
 from .atomic import write_atomic
+from .cache_integrity import (check_file_digests, check_frames_present, check_manifest_values, load_history_file,
+                              physics_from_manifest, with_manifest_digest)
+from .digest import digest, file_digest
 from .errors import MochiError
-from .model import Model, Physics, build_model
+from .model import Model, build_model
 from .ply import read_points, write_points
 from .state import State, make_state
 
@@ -56,7 +62,8 @@ def read_manifest(folder: str | os.PathLike) -> dict | None:
     """The manifest of a cache folder, or None when there is none.
 
     Raises:
-        MochiError: a manifest that is not Mochi's or of an unknown format version.
+        MochiError: a manifest that is not Mochi's, of an unknown format version, or whose values are
+            damaged (see ``engine.cache_integrity.check_manifest_values``).
     """
     path = Path(folder) / MANIFEST_NAME
     if not path.is_file():
@@ -65,9 +72,9 @@ def read_manifest(folder: str | os.PathLike) -> dict | None:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise MochiError(f"The cache manifest '{path}' cannot be read ({exc}).") from None
-    if data.get("format") != FORMAT_NAME or data.get("format_version") != FORMAT_VERSION:
+    if not isinstance(data, dict) or data.get("format") != FORMAT_NAME or data.get("format_version") != FORMAT_VERSION:
         raise MochiError(f"'{path}' is not a Mochi cache manifest of format version {FORMAT_VERSION}.")
-    return data
+    return check_manifest_values(data, path)
 
 
 def ensure_cache_folder(folder: str | os.PathLike) -> Path:
@@ -90,22 +97,36 @@ def ensure_cache_folder(folder: str | os.PathLike) -> Path:
 class CacheWriter:
     """Writes frames and keeps the manifest current.
 
+    The manifest's ``file_digests`` hold the SHA-256 of every file of the bake (each frame, the last
+    frame's contact history, the colliders), so a resume can tell a damaged, edited or missing file from
+    the one the bake wrote (``engine.cache_integrity.check_file_digests``).
+
     Attributes:
         folder: Cache folder (created if missing).
         model: The model being baked.
         info: Extra manifest entries (preset, scene name, backend...).
+        file_digests: Path relative to the folder → SHA-256 of the frames and colliders written so far;
+            a resumed bake passes on those of its manifest.
     """
 
     folder: Path
     model: Model
     info: dict
+    file_digests: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
         self.folder = Path(self.folder)
         ensure_cache_folder(self.folder)
+        self._latest: dict[str, str] = {}  # digest of the newest frame's contact history
 
-    def manifest(self, frames_completed: int) -> dict:
+    def record_files(self, *paths: Path) -> None:
+        """Add files that stay for the whole bake (the colliders) to the digests a resume checks."""
+        for path in paths:
+            self.file_digests[path.relative_to(self.folder).as_posix()] = file_digest(path)
+
+    def manifest(self, frames_completed: int, *, resume_history: bool) -> dict:
         physics = self.model.physics
+        physics_json = physics.to_json()
         return {
             "format": FORMAT_NAME,
             "format_version": FORMAT_VERSION,
@@ -119,7 +140,11 @@ class CacheWriter:
             "frame_start": 1,
             "frames_completed": frames_completed,
             "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "physics": physics.to_json(),
+            "physics": physics_json,
+            "physics_digest": digest(physics_json),
+            # Whether .resume/ holds the contact history of the last frame: a resume then needs it.
+            "resume_history": resume_history,
+            "file_digests": {**self.file_digests, **self._latest},
             **self.info,
         }
 
@@ -127,11 +152,20 @@ class CacheWriter:
         """Write frame ``frame`` (1-based) and its contact history, then record it in the manifest."""
         path = frame_path(self.folder, frame)
         write_points(path, frame_columns(self.model, state))
+        self.file_digests[path.name] = file_digest(path)
+        latest = {}
         if history is not None:
             folder = self.folder / HISTORY_FOLDER
             folder.mkdir(exist_ok=True)
-            write_atomic(history_path(self.folder, frame), lambda handle: np.savez(handle, **history))
-        write_json_atomic(self.folder / MANIFEST_NAME, self.manifest(frame))
+            # Zipped in memory first: numpy's zip writer, cut short by a full disk, would otherwise
+            # try to finish its file from a finaliser after the handle is closed.
+            buffer = io.BytesIO()
+            np.savez(buffer, **history)
+            write_atomic(history_path(self.folder, frame), lambda handle: handle.write(buffer.getbuffer()))
+            latest[f"{HISTORY_FOLDER}/{history_path(self.folder, frame).name}"] = hashlib.sha256(buffer.getbuffer()).hexdigest()
+        self._latest = latest
+        manifest = with_manifest_digest(self.manifest(frame, resume_history=history is not None))
+        write_json_atomic(self.folder / MANIFEST_NAME, manifest)
         # Keep the history of the last two frames only: one is always complete.
         history_path(self.folder, frame - 2).unlink(missing_ok=True)
         return path
@@ -142,13 +176,16 @@ def history_path(folder: str | os.PathLike, frame: int) -> Path:
     return Path(folder) / HISTORY_FOLDER / f"frame_{frame:04d}.npz"
 
 
-def read_history(folder: str | os.PathLike, frame: int) -> dict[str, np.ndarray] | None:
-    """The contact history saved with ``frame``, or None if there is none."""
+def read_history(folder: str | os.PathLike, frame: int, particle_count: int) -> dict[str, np.ndarray] | None:
+    """The contact history saved with ``frame``, or None if there is none.
+
+    Raises:
+        MochiError: the file is damaged or does not fit a bake of ``particle_count`` particles.
+    """
     path = history_path(folder, frame)
     if not path.is_file():
         return None
-    with np.load(path) as data:
-        return {name: data[name] for name in data.files}
+    return load_history_file(path, particle_count)
 
 
 def read_frame(folder: str | os.PathLike, frame: int) -> dict[str, np.ndarray]:
@@ -160,12 +197,15 @@ def load_resume(folder: str | os.PathLike) -> tuple[Model, State, dict]:
     """Model, state at the last complete frame, and manifest of an existing cache.
 
     Raises:
-        MochiError: no cache in ``folder`` or a frame that cannot be read.
+        MochiError: no cache in ``folder``, a missing or damaged frame, or frames that do not fit the
+            manifest.
     """
     manifest = read_manifest(folder)
-    if manifest is None or manifest.get("frames_completed", 0) < 1:
+    if manifest is None or manifest["frames_completed"] < 1:
         raise MochiError(f"There is no bake to resume in '{folder}'.")
-    physics = Physics.from_json(manifest["physics"])
+    physics = physics_from_manifest(manifest, Path(folder) / MANIFEST_NAME)
+    check_frames_present(folder, manifest["frames_completed"], frame_path)
+    check_file_digests(folder, manifest)
     first = read_frame(folder, 1)
     colliders = None
     if manifest.get("colliders"):
@@ -176,10 +216,30 @@ def load_resume(folder: str | os.PathLike) -> tuple[Model, State, dict]:
                         object_id=first["object_id"], particle_id=first["id"], colliders=colliders)
     last_frame = int(manifest["frames_completed"])
     last = first if last_frame == 1 else read_frame(folder, last_frame)
-    if len(last["x"]) != model.particle_count:
-        raise MochiError(f"Frame {last_frame} in '{folder}' has {len(last['x'])} particles, but the bake has "
-                         f"{model.particle_count}.")
+    for frame, columns in ((1, first), (last_frame, last)):
+        if len(columns["x"]) != manifest["particle_count"]:
+            raise MochiError(f"Frame {frame} in '{folder}' has {len(columns['x'])} particles, but the manifest "
+                             f"lists {manifest['particle_count']}.")
+        if not all(np.isfinite(columns[k]).all() for k in ("x", "y", "z", "vx", "vy", "vz", "radius")):
+            raise MochiError(f"Frame {frame} in '{folder}' holds non-finite positions, velocities or radii "
+                             "(damaged), so the bake cannot continue.")
     state = make_state(np.stack([last["x"], last["y"], last["z"]], axis=1),
                        np.stack([last["vx"], last["vy"], last["vz"]], axis=1), last["active"],
                        step=(last_frame - 1) * physics.steps_per_frame)
     return model, state, manifest
+
+
+def remove_cache_files(folder: str | os.PathLike) -> None:
+    """Delete a bake's own files from ``folder``: frames, manifest, contact history and colliders.
+
+    Anything else in the folder (and the lock, which the caller holds) stays.
+    """
+    from .colliders.storage import FOLDER as COLLIDERS_FOLDER
+
+    folder = Path(folder)
+    for path in folder.glob("frame_*.ply"):
+        path.unlink()
+    (folder / MANIFEST_NAME).unlink(missing_ok=True)
+    for name in (HISTORY_FOLDER, COLLIDERS_FOLDER):
+        if (folder / name).is_dir():
+            shutil.rmtree(folder / name)

@@ -302,3 +302,15 @@ def load_preset(path: str | Path) -> Preset:
     except (OSError, UnicodeDecodeError) as exc:
         raise MochiError(f"Cannot read the preset '{path}' ({exc}).") from None
     return parse_preset(data, str(path))
+
+
+def preset_inputs(preset: Preset, *, particles: int | None) -> dict:
+    """What a bake of ``preset`` is made from, for the cache's fingerprint (``engine.digest``): every
+    setting, the contents of every file it names, and the requested particle count. The preset's own
+    path is left out, so a moved or renamed copy of the same preset resumes the same bake."""
+    from .digest import files_by_contents
+
+    settings = files_by_contents(preset)
+    for key in ("source", "frames", "description"):  # where it lives and how long to bake: not the scene
+        settings.pop(key, None)
+    return {"preset": settings, "particles_requested": particles}

@@ -7,9 +7,11 @@ particles actually present, so a preset, a Blender scene and a ``--state`` PLY a
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
+from .budget import check_memory
 from .errors import MochiError
 from .fields import ForceField, field_max_acceleration
 from .model import Domain, Gravity, Material, Model, Physics, build_model, particle_masses
@@ -164,6 +166,23 @@ def _nominal_count(spec: EmitterSpec, seed: int) -> int:
     return len(read_particles(spec.path)[1])
 
 
+def _check_inside_domain(centres: np.ndarray, preset: Preset, index: int) -> None:
+    """Refuse an emitter whose particles start outside the domain (walls would fling them back in).
+
+    Raises:
+        MochiError: naming the emitter, how many of its particles are outside, and the domain.
+    """
+    lo, hi = np.asarray(preset.domain_lo), np.asarray(preset.domain_hi)
+    outside = ~((centres >= lo) & (centres <= hi)).all(axis=1)
+    if outside.any():
+        spec = preset.emitters[index]
+        where = (f"from {list(spec.lo)} to {list(spec.hi)}" if spec.kind == "box"
+                 else f"'{Path(spec.path).name}'")
+        raise MochiError(f"{preset.source}: [[emitters]] #{index + 1} ({spec.kind} {where}) places "
+                         f"{int(outside.sum()):,} of its {len(centres):,} particles outside the domain "
+                         f"{list(preset.domain_lo)} to {list(preset.domain_hi)}; move it inside.")
+
+
 def setup_from_preset(preset: Preset, *, particles: int | None = None,
                       replace_particles: tuple[np.ndarray, np.ndarray, np.ndarray | None] | None = None) -> SceneSetup:
     """Build the scene a preset describes.
@@ -187,8 +206,12 @@ def setup_from_preset(preset: Preset, *, particles: int | None = None,
         if particles is not None:
             if particles < 1:
                 raise MochiError(f"--particles must be at least 1, not {particles}.")
+            check_memory(particles)  # before packing or emitting allocates anything
             nominal = [_nominal_count(e, preset.seed) for e in preset.emitters]
             factor = particles / sum(nominal)
+        else:
+            check_memory(sum(e.count * (len(e.copies) if e.kind == "mesh" else 1)
+                             for e in preset.emitters if e.count is not None))
         parts = []
         for spec, nominal_count in zip(preset.emitters, nominal):
             material = names.index(spec.material) if spec.material in names else 0
@@ -208,6 +231,7 @@ def setup_from_preset(preset: Preset, *, particles: int | None = None,
                 p, r, v_file = read_particles(spec.path)
                 v = v_file if v_file is not None else np.tile(np.asarray(spec.velocity), (len(r), 1))
                 o = np.full(len(r), spec.object_id, np.int32)
+            _check_inside_domain(p, preset, len(parts))
             parts.append((p, r, v, o, np.full(len(r), material, np.int32)))
         positions = np.concatenate([x[0] for x in parts])
         radius = np.concatenate([x[1] for x in parts])

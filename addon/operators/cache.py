@@ -6,7 +6,7 @@ import bpy
 
 
 class MOCHI_OT_free_bake(bpy.types.Operator):
-    """Delete the cache frames and manifest in the cache folder, and the playback object"""
+    """Delete the bake in the cache folder (frames, manifest, contact history, colliders) and the playback object"""
 
     bl_idname = "mochi.free_bake"
     bl_label = "Free Bake"
@@ -18,7 +18,7 @@ class MOCHI_OT_free_bake(bpy.types.Operator):
                                                      confirm_text="Delete")
 
     def execute(self, context):
-        from ...engine.cache import MANIFEST_NAME, read_manifest
+        from ...engine.bake import free_bake
         from ...engine.errors import MochiError
         from .. import playback
         from ..bake_job import current_job
@@ -29,15 +29,9 @@ class MOCHI_OT_free_bake(bpy.types.Operator):
             return {"CANCELLED"}
         try:
             folder = cache_folder(context.scene)
-            if read_manifest(folder) is None:
-                raise MochiError(f"There is no Mochi bake in '{folder}'.")
-            for path in sorted(folder.glob("frame_*.ply")) + [folder / MANIFEST_NAME]:
-                path.unlink()
+            free_bake(folder)  # refused while another process bakes into the folder
         except MochiError as exc:
             self.report({"ERROR"}, str(exc))
-            return {"CANCELLED"}
-        except OSError as exc:
-            self.report({"ERROR"}, f"Cannot delete the bake in '{folder}': {exc.strerror or exc}.")
             return {"CANCELLED"}
         playback.remove_object(context.scene.mochi.playback_object)
         self.report({"INFO"}, f"Freed the bake in '{folder}'.")

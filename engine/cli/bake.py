@@ -9,6 +9,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from ..backends import BACKEND_NAMES
+from ..budget import DEFAULT_MAX_STEPS_PER_FRAME
 from ..errors import MochiError
 
 
@@ -24,14 +25,24 @@ def register(subparsers) -> None:
     p.add_argument("--particles", type=int, help="scale the preset to about this many particles")
     p.add_argument("--backend", choices=BACKEND_NAMES, default=None,
                    help="simulation backend (default: cpu for a preset, the scene's choice for a .blend)")
-    p.add_argument("--resume", action="store_true", help="continue the cache in --out from its last frame")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the cache in --out from its last frame; refused if the preset, the files it "
+                        "names or the engine changed, or if a frame or the contact history is missing")
     p.add_argument("--overwrite", action="store_true", help="replace an existing cache in --out")
+    p.add_argument("--max-steps-per-frame", type=int, default=DEFAULT_MAX_STEPS_PER_FRAME, metavar="N",
+                   help=f"refuse a bake needing more steps per frame (default {DEFAULT_MAX_STEPS_PER_FRAME:,}; "
+                        "0 lifts the budget)")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     if args.scene.endswith(".blend"):
         from .blender_bridge import run_headless
+
+        for given, flag in ((args.particles is not None, "--particles"), (args.overwrite, "--overwrite"),
+                            (args.max_steps_per_frame != DEFAULT_MAX_STEPS_PER_FRAME, "--max-steps-per-frame")):
+            if given:
+                raise MochiError(f"{flag} applies to presets only; set it in the .blend's Mochi panel instead.")
 
         extra = ["bake", args.scene] + (["--backend", args.backend] if args.backend else [])
         if args.out:
@@ -44,22 +55,33 @@ def run(args) -> int:
     if not args.out:
         raise MochiError("Give the cache folder with --out DIR.")
     from ..bake import bake
-    from ..cache import ensure_cache_folder, read_manifest
-    from ..preset import load_preset
+    from ..cache import read_manifest
+    from ..preset import load_preset, preset_inputs
     from ..scene import setup_from_preset
 
     out = Path(args.out)
+    if args.resume and args.overwrite:
+        raise MochiError("--resume and --overwrite exclude each other: resume continues the bake in --out, "
+                         "overwrite replaces it.")
+    if args.max_steps_per_frame < 0:
+        raise MochiError(f"--max-steps-per-frame must be 0 (no budget) or positive, not {args.max_steps_per_frame}.")
     preset = load_preset(args.scene)
-    ensure_cache_folder(out)
     frames = args.frames if args.frames is not None else preset.frames
     setup = None
-    manifest = read_manifest(out) if out.is_dir() else None
-    if not (args.resume and manifest and manifest.get("frames_completed", 0) >= 1):
-        setup = setup_from_preset(preset, particles=args.particles)
+    backend = args.backend or "cpu"
+    if args.resume:
+        manifest = read_manifest(out) if out.is_dir() else None
+        particles = manifest.get("particles_requested") if manifest else None
+        if args.particles is not None and manifest and args.particles != particles:
+            raise MochiError(f"The bake in '{out}' was made with --particles {particles}; a resume cannot change it "
+                             f"to {args.particles} (leave it out, or bake again with --overwrite).")
+        if manifest and args.backend is None:
+            backend = manifest.get("backend_requested", backend)
+    else:
+        particles = args.particles
+        setup = setup_from_preset(preset, particles=particles)
         for note in setup.notes:
             print(f"note: {note}", file=sys.stderr)
-    elif manifest.get("preset") and Path(manifest["preset"]).resolve() != Path(args.scene).resolve():
-        raise MochiError(f"The cache in '{out}' was baked from '{manifest['preset']}', not '{args.scene}'.")
     bar = tqdm(total=frames, desc=preset.name, unit="frame", file=sys.stderr, dynamic_ncols=True)
 
     def on_frame(progress):
@@ -69,10 +91,12 @@ def run(args) -> int:
 
     began = time.perf_counter()
     try:
-        progress = bake(setup, out, frames=frames, backend=args.backend or "cpu", resume=args.resume,
+        progress = bake(setup, out, frames=frames, backend=backend, resume=args.resume,
                         overwrite=args.overwrite, on_frame=on_frame,
-                        info={"preset": str(Path(args.scene).resolve()), "particles_requested": args.particles,
+                        info={"preset": str(Path(args.scene).resolve()), "particles_requested": particles,
                               "up_axis": "Y"},
+                        inputs=preset_inputs(preset, particles=particles),
+                        max_steps_per_frame=args.max_steps_per_frame or None,
                         log=lambda message: print(message, file=sys.stderr))
     finally:
         bar.close()

@@ -15,7 +15,19 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    from ..atomic import check_output_file
+    from ..cache import frame_path, read_manifest
+    from ..errors import MochiError
     from .blender_bridge import run_headless
+
+    # Everything that can be checked without Blender is checked before it starts (a render takes seconds).
+    check_output_file(args.out, suffix=".png")
+    manifest = read_manifest(args.cache)
+    if manifest is None:
+        raise MochiError(f"'{args.cache}' is not a Mochi cache folder (no manifest.json).")
+    if not 1 <= args.frame <= manifest["frames_completed"] or not frame_path(args.cache, args.frame).is_file():
+        raise MochiError(f"Frame {args.frame} is not in the cache '{args.cache}', which has frames "
+                         f"1–{manifest['frames_completed']}.")
 
     return run_headless(["render-preview", args.cache, "--frame", str(args.frame), "--out", args.out,
                          "--samples", str(args.samples), "--resolution", *map(str, args.resolution)])

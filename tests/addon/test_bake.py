@@ -198,3 +198,27 @@ def test_playback_group_for_blender_4_5_matches(small_scene):
         modifier[modifier.node_group.interface.items_tree[name].identifier] = value
     for frame, reference in zip((1, 3, 5), expected):
         np.testing.assert_array_equal(evaluated_points(obj, frame)["position"], reference)
+
+
+def test_resume_refuses_a_changed_scene_and_a_locked_folder(small_scene):
+    """Resume continues the same bake or refuses, naming the change; a folder another process bakes
+    into refuses Resume and Free Bake alike (engine.cache_lock)."""
+    small_scene.mochi.frame_end = 2
+    assert bpy.ops.mochi.bake() == {"FINISHED"}
+    folder = cache_dir(small_scene)
+    files = {p.name: p.read_bytes() for p in folder.glob("frame_*.ply")}
+    small_scene.mochi.frame_end = 4
+    cube = next(o for o in small_scene.objects if o.mochi.role == "SOURCE" and o.name.startswith("Cube"))
+    original = cube.mochi.friction
+    cube.mochi.friction = 0.9
+    outcome = bake_and_wait(resume=True)
+    assert outcome.level == "ERROR" and "The scene changed" in outcome.message and "friction" in outcome.message
+    assert {p.name: p.read_bytes() for p in folder.glob("frame_*.ply")} == files
+    cube.mochi.friction = original
+    with mochi_module("engine.cache_lock").CacheLock(folder):
+        _refused_bake("in use by process", bpy.ops.mochi.free_bake)
+        outcome = bake_and_wait(resume=True)
+        assert outcome.level == "ERROR" and "in use by process" in outcome.message
+    assert frames_on_disk(folder) == [1, 2]
+    assert bpy.ops.mochi.bake_resume() == {"FINISHED"}
+    assert frames_on_disk(folder) == [1, 2, 3, 4]

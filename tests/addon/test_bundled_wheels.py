@@ -39,7 +39,7 @@ PLATFORM = "linux-x64"
 PYTHON = "3.11"
 BPY = "bpy==5.0.1"
 #: The bundled distributions; each installs a module of the same name.
-BUNDLED = ("llvmlite", "numba", "plyfile", "scipy", "trimesh")
+BUNDLED = ("filelock", "llvmlite", "numba", "plyfile", "scipy", "trimesh")
 PACKAGE = "bl_ext.user_default.mochi"
 
 
