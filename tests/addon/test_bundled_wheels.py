@@ -135,7 +135,7 @@ INSTALL_PACK_BAKE_UNINSTALL = """
     cli = importlib.import_module(package + ".addon.cli")
     report["bake_status"] = cli.cli_command(["bake", "--frames", "2", "--backend", "cpu"])
     report["modules"] = {name: sys.modules[name].__file__
-                         for name in ("numba", "llvmlite", "scipy", "plyfile", "numpy") if name in sys.modules}
+                         for name in ("numba", "llvmlite", "scipy", "plyfile", "filelock", "numpy") if name in sys.modules}
     import trimesh  # lazily imported by the engine (mesh files): it must load from the bundle too
     report["modules"]["trimesh"] = trimesh.__file__
 
