@@ -1,10 +1,10 @@
-"""Operators: Pack, Bake/Resume/Cancel, Free Bake, Open Cache Folder, presets, Export USD/Alembic."""
+"""Operators: Pack, Bake/Resume/Cancel, Free Bake, Open Cache Folder, presets, Export USD/Alembic, Save Flamenco Job Types."""
 
 import bpy
 
-from . import bake, cache, export, pack, presets
+from . import bake, cache, export, farm, pack, presets
 
-CLASSES = (*pack.CLASSES, *bake.CLASSES, *cache.CLASSES, *presets.CLASSES, *export.CLASSES)
+CLASSES = (*pack.CLASSES, *bake.CLASSES, *cache.CLASSES, *presets.CLASSES, *export.CLASSES, *farm.CLASSES)
 
 
 def register():

@@ -8,6 +8,8 @@ import os
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 from ..farm.conftest import compile_job
 from ..farm.test_flamenco_job_types import bake_render_job
 from .conftest import bpy
@@ -44,3 +46,13 @@ def test_bake_render_settings_evaluate_on_a_mochi_scene(mochi, small_scene, tmp_
     assert [(t["name"], t["type"]) for t in tasks] == [("mochi-bake", "mochi-gpu"), ("render-3-22", "blender"),
                                                        ("render-23-40", "blender")]
     assert tasks[0]["commands"][0]["parameters"]["args"][3:5] == ["--out", str(tmp_path / "cache")]
+
+
+def test_save_flamenco_job_types_operator(mochi, empty_scene, tmp_path):
+    shipped = sorted((Path(mochi.__file__).parent / "addon" / "flamenco").glob("*.js"))
+    assert [p.name for p in shipped] == ["mochi_bake_render.js", "mochi_wedge.js"]  # in the installed extension
+    assert bpy.ops.mochi.save_flamenco_job_types(directory=str(tmp_path)) == {"FINISHED"}
+    for script in shipped:
+        assert (tmp_path / script.name).read_bytes() == script.read_bytes()
+    with pytest.raises(RuntimeError, match="Choose an existing folder"):
+        bpy.ops.mochi.save_flamenco_job_types(directory=str(tmp_path / "missing"))
