@@ -204,32 +204,31 @@ def write_clip_manifest(path: Path) -> None:
 def write_stage(stage_path: Path, timing: UsdTiming, last_frame: int, *, info: dict | None = None) -> None:
     """Write the stage of frames 1..``last_frame``: metadata, /Mochi/Grains and its template clips.
 
-    Its size does not depend on ``last_frame``; it is replaced atomically.
+    Built as a plain Sdf layer, never composed here (a composed stage would resolve the clip set, a
+    cost that grows with the frame count), so its size and its cost do not depend on ``last_frame``.
+    Replaced atomically.
     """
-    Sdf, Usd, UsdGeom, _ = _pxr()
-    stage = Usd.Stage.CreateInMemory(f"mochi{stage_path.suffix}")
+    Sdf, _, UsdGeom, _ = _pxr()
+    layer = Sdf.Layer.CreateAnonymous(f"mochi{stage_path.suffix}")
     first, last = timing.time_code(1), timing.time_code(last_frame)
-    stage.SetStartTimeCode(first)
-    stage.SetEndTimeCode(last)
-    stage.SetTimeCodesPerSecond(timing.fps)
-    stage.SetFramesPerSecond(timing.fps)
-    UsdGeom.SetStageMetersPerUnit(stage, UsdGeom.LinearUnits.meters)
-    UsdGeom.SetStageUpAxis(stage, UsdGeom.Tokens.y if timing.up_axis == "Y" else UsdGeom.Tokens.z)
-    root = UsdGeom.Xform.Define(stage, ROOT_PRIM)
-    stage.SetDefaultPrim(root.GetPrim())
-    points = UsdGeom.Points.Define(stage, POINTS_PRIM)
+    layer.startTimeCode, layer.endTimeCode = first, last
+    layer.timeCodesPerSecond = layer.framesPerSecond = timing.fps
+    layer.pseudoRoot.SetInfo(UsdGeom.Tokens.metersPerUnit, UsdGeom.LinearUnits.meters)
+    layer.pseudoRoot.SetInfo(UsdGeom.Tokens.upAxis, UsdGeom.Tokens.y if timing.up_axis == "Y" else UsdGeom.Tokens.z)
+    root = Sdf.PrimSpec(layer, ROOT_PRIM.strip("/"), Sdf.SpecifierDef, "Xform")
+    layer.defaultPrim = root.name
+    points = Sdf.PrimSpec(root, POINTS_NAME, Sdf.SpecifierDef, "Points")
     # Clips supply values only: attributes (the primvars above all) must be declared in the stage.
-    _declare_attributes(stage.GetRootLayer().GetPrimAtPath(POINTS_PRIM), Sdf)
+    _declare_attributes(points, Sdf)
     folder = f"./{frames_folder(stage_path).name}"
-    clips = Usd.ClipsAPI(points.GetPrim())
-    clips.SetClipPrimPath(CLIP_PRIM)
-    clips.SetClipTemplateAssetPath(f"{folder}/{FRAME_LAYER_TEMPLATE}")
-    clips.SetClipTemplateStartTime(first)
-    clips.SetClipTemplateEndTime(last)
-    clips.SetClipTemplateStride(1)
-    clips.SetClipManifestAssetPath(Sdf.AssetPath(f"{folder}/{CLIP_MANIFEST_NAME}"))
-    stage.GetRootLayer().customLayerData = {STAGE_MARK: {"frames": last_frame, **(info or {})}}
-    _export_atomic(stage.GetRootLayer(), stage_path)
+    points.SetInfo("clips", {"default": {
+        "primPath": CLIP_PRIM,
+        "templateAssetPath": f"{folder}/{FRAME_LAYER_TEMPLATE}",
+        "templateStartTime": float(first), "templateEndTime": float(last), "templateStride": 1.0,
+        "manifestAssetPath": Sdf.AssetPath(f"{folder}/{CLIP_MANIFEST_NAME}"),
+    }})
+    layer.customLayerData = {STAGE_MARK: {"frames": last_frame, **(info or {})}}
+    _export_atomic(layer, stage_path)
 
 
 def _check_stage_target(stage_path: Path, *, overwrite: bool) -> None:
