@@ -11,9 +11,11 @@ def register():
     for cls in CLASSES:
         bpy.utils.register_class(cls)
     export.register_menu()
+    farm.register_menu()
 
 
 def unregister():
+    farm.unregister_menu()
     export.unregister_menu()
     for cls in reversed(CLASSES):
         bpy.utils.unregister_class(cls)

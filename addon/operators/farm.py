@@ -43,4 +43,18 @@ class MOCHI_OT_save_flamenco_job_types(bpy.types.Operator):
         return {"FINISHED"}
 
 
+def draw_render_menu(self, _context):
+    """Render menu entry (next to Render Image / Animation, where farm submission belongs)."""
+    self.layout.separator()
+    self.layout.operator(MOCHI_OT_save_flamenco_job_types.bl_idname, text="Save Mochi Flamenco Job Types…")
+
+
+def register_menu():
+    bpy.types.TOPBAR_MT_render.append(draw_render_menu)
+
+
+def unregister_menu():
+    bpy.types.TOPBAR_MT_render.remove(draw_render_menu)
+
+
 CLASSES = (MOCHI_OT_save_flamenco_job_types,)
