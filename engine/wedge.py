@@ -15,14 +15,13 @@ import json
 import math
 import os
 import time
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from .cache import read_manifest, write_json_atomic
 from .errors import MochiError
-from .preset import Preset, parse_preset
+from .preset import Preset, parse_preset, read_preset_document
 
 WEDGE_MANIFEST = "wedge.json"
 
@@ -156,23 +155,6 @@ def expand(axes: list[WedgeAxis], out: str | os.PathLike) -> list[WedgeVariant]:
         values = dict(zip(names, combination))
         variants.append(WedgeVariant(index, values, out / folder_name(values)))
     return variants
-
-
-def read_preset_document(path: str | os.PathLike) -> dict:
-    """The preset's TOML document, unvalidated (a variant edits it, then the parser validates it).
-
-    Raises:
-        MochiError: missing or malformed file.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise MochiError(f"The preset '{path}' does not exist.")
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise MochiError(f"{path}: not valid TOML ({exc}).") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise MochiError(f"Cannot read the preset '{path}' ({exc}).") from None
 
 
 def variant_preset(document: dict, source: str, values: dict) -> Preset:

@@ -57,8 +57,8 @@ def _wedge_arguments(args) -> list[str]:
 
 
 def run(args) -> int:
-    from ..wedge import (WedgeBakeOptions, WedgeRecord, bake_wedge, check_folders, expand, parse_vary,
-                         read_preset_document, variant_preset)
+    from ..preset import read_preset_document
+    from ..wedge import WedgeBakeOptions, WedgeRecord, bake_wedge, check_folders, expand, parse_vary, variant_preset
 
     axes = [parse_vary(text) for text in args.vary]
     out = Path(args.out)

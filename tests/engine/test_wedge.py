@@ -15,7 +15,8 @@ import pytest
 from engine.cache import read_frame, read_manifest
 from engine.cli.main import main
 from engine.errors import MochiError
-from engine.wedge import expand, parse_vary, read_preset_document, variant_preset
+from engine.preset import read_preset_document
+from engine.wedge import expand, parse_vary, variant_preset
 
 PRESET = Path(__file__).resolve().parents[2] / "presets" / "sand_pile.toml"
 SMALL = ["--frames", "2", "--particles", "150"]
