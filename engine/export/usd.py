@@ -231,19 +231,26 @@ def write_stage(stage_path: Path, timing: UsdTiming, last_frame: int, *, info: d
     _export_atomic(layer, stage_path)
 
 
-def _check_stage_target(stage_path: Path, *, overwrite: bool) -> None:
-    """Refuse a target that is not a USD file name, or an existing file that is not Mochi's stage."""
+def _previous_export(stage_path: Path, *, overwrite: bool) -> dict | None:
+    """The Mochi mark of the stage already at ``stage_path`` (None when there is none, or when it is
+    to be overwritten).
+
+    Raises:
+        MochiError: not a USD file name, or an existing file that is not Mochi's stage.
+    """
     if stage_path.suffix.lower() not in STAGE_SUFFIXES:
         raise MochiError(f"'{stage_path}' must end in .usda, .usdc or .usd.")
     if not stage_path.exists() or overwrite:
-        return
+        return None
     Sdf, _, _, _ = _pxr()
     layer = None
     with contextlib.suppress(Exception):  # USD raises Tf errors of several kinds for foreign files
         layer = Sdf.Layer.OpenAsAnonymous(str(stage_path))
-    if layer is None or STAGE_MARK not in dict(layer.customLayerData):
+    mark = dict(layer.customLayerData).get(STAGE_MARK) if layer is not None else None
+    if mark is None:
         raise MochiError(f"'{stage_path}' exists and is not a Mochi USD export; choose another file or "
                          "overwrite.")
+    return dict(mark)
 
 
 @dataclass
@@ -265,9 +272,10 @@ def export_cache_to_usd(cache: str | os.PathLike, stage_path: str | os.PathLike,
                         log: Callable[[str], None] | None = None) -> UsdExport:
     """Export the complete frames of a bake cache to a USD stage, incrementally.
 
-    A frame layer newer than its PLY frame is kept as it is, so calling this again while a bake runs
-    (or from the bake's ``on_frame``, see ``UsdFollower``) writes only the frames that landed since.
-    Layers of frames the cache no longer has (a bake redone shorter) are removed.
+    A frame layer newer than its PLY frame, from an export of the same cache, is kept as it is, so
+    calling this again while a bake runs (or from the bake's ``on_frame``, see ``UsdFollower``) writes
+    only the frames that landed since. Layers of frames the cache no longer has (a bake redone
+    shorter) are removed; exporting another cache to the same stage rewrites every layer.
 
     Args:
         cache: Cache folder (manifest.json + frame_NNNN.ply).
@@ -286,7 +294,9 @@ def export_cache_to_usd(cache: str | os.PathLike, stage_path: str | os.PathLike,
     frames = int(manifest.get("frames_completed", 0))
     if frames < 1:
         raise MochiError(f"The cache '{cache}' has no complete frame yet.")
-    _check_stage_target(stage_path, overwrite=overwrite)
+    previous = _previous_export(stage_path, overwrite=overwrite)
+    # Layers of another cache's export must not be mixed into this one: then every frame is rewritten.
+    same_cache = previous is not None and previous.get("cache") == str(cache.resolve())
     timing = UsdTiming.from_manifest(manifest)
     folder = frames_folder(stage_path)
     try:
@@ -298,7 +308,8 @@ def export_cache_to_usd(cache: str | os.PathLike, stage_path: str | os.PathLike,
     result = UsdExport(stage_path, frames=frames)
     for frame in range(1, frames + 1):
         layer_path = frame_layer_path(stage_path, timing.time_code(frame))
-        if layer_path.is_file() and layer_path.stat().st_mtime_ns >= frame_path(cache, frame).stat().st_mtime_ns:
+        if (same_cache and layer_path.is_file()
+                and layer_path.stat().st_mtime_ns >= frame_path(cache, frame).stat().st_mtime_ns):
             continue
         write_frame_layer(layer_path, timing.time_code(frame), frame_values(read_frame(cache, frame)))
         result.written += 1

@@ -142,3 +142,16 @@ def test_cli_export_and_its_errors(cache, tmp_path, capsys):
         assert expected in err and "Traceback" not in err
     assert foreign.read_text() == "#usda 1.0\n"  # refused, so untouched
     assert main(["export", str(cache), "--usd", str(foreign), "--overwrite"]) == 0
+
+
+def test_another_cache_exported_to_the_same_stage_replaces_every_layer(cache, tmp_path):
+    other = tmp_path / "other"  # baked before the first export, so the first export's layers are newer
+    bake(setup_from_preset(load_preset(PRESET), particles=PARTICLES // 2), other, frames=2, info={"up_axis": "Y"})
+    stage_path = tmp_path / "grains.usda"
+    export_cache_to_usd(cache, stage_path)
+    result = export_cache_to_usd(other, stage_path)
+    assert (result.frames, result.written) == (2, 2)
+    stage = Usd.Stage.Open(str(stage_path))
+    for frame in (1, 2):
+        assert len(_points(stage).GetPointsAttr().Get(frame)) == PARTICLES // 2
+    assert not frame_layer_path(stage_path, 3).exists()
