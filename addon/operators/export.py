@@ -41,7 +41,13 @@ class MOCHI_OT_export_usd(bpy.types.Operator, ExportHelper):
             stage = Path(bpy.path.abspath(self.filepath))
             if stage.suffix.lower() not in (".usda", ".usdc", ".usd"):
                 stage = stage.with_suffix(".usdc" if self.file_format == "USDC" else ".usda")
-            result = export_cache_to_usd(cache_folder(context.scene), stage)
+            window_manager = context.window_manager
+            window_manager.progress_begin(0, 1)
+            try:
+                result = export_cache_to_usd(cache_folder(context.scene), stage,
+                                             on_frame=lambda frame, frames: window_manager.progress_update(frame / frames))
+            finally:
+                window_manager.progress_end()
         except MochiError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}

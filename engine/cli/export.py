@@ -29,7 +29,14 @@ def run(args) -> int:
     if args.usd:
         from ..export.usd import export_cache_to_usd
 
-        result = export_cache_to_usd(cache, args.usd, overwrite=args.overwrite)
+        from tqdm import tqdm
+
+        with tqdm(desc="USD", unit="frame", file=sys.stderr, dynamic_ncols=True) as bar:
+            def advance(frame: int, frames: int) -> None:
+                bar.total = frames
+                bar.update(1)
+
+            result = export_cache_to_usd(cache, args.usd, overwrite=args.overwrite, on_frame=advance)
         print(f"Exported frames 1–{result.frames} of '{cache}' to '{result.stage_path}' "
               f"({result.written} frame layers written, {result.frames - result.written} already current).")
     if args.abc:

@@ -269,7 +269,8 @@ class UsdExport:
 
 
 def export_cache_to_usd(cache: str | os.PathLike, stage_path: str | os.PathLike, *, overwrite: bool = False,
-                        log: Callable[[str], None] | None = None) -> UsdExport:
+                        log: Callable[[str], None] | None = None,
+                        on_frame: Callable[[int, int], None] | None = None) -> UsdExport:
     """Export the complete frames of a bake cache to a USD stage, incrementally.
 
     A frame layer newer than its PLY frame, from an export of the same cache, is kept as it is, so
@@ -282,6 +283,8 @@ def export_cache_to_usd(cache: str | os.PathLike, stage_path: str | os.PathLike,
         stage_path: OUT.usda or OUT.usdc; its frame layers go to OUT_frames/.
         overwrite: Replace ``stage_path`` even when it is not a Mochi export.
         log: Where one-line messages go.
+        on_frame: Called as ``on_frame(frame, frames)`` after each frame is checked or written
+            (progress bars).
 
     Raises:
         MochiError: no cache, no complete frame, a foreign file at ``stage_path``, usd-core missing,
@@ -308,11 +311,13 @@ def export_cache_to_usd(cache: str | os.PathLike, stage_path: str | os.PathLike,
     result = UsdExport(stage_path, frames=frames)
     for frame in range(1, frames + 1):
         layer_path = frame_layer_path(stage_path, timing.time_code(frame))
-        if (same_cache and layer_path.is_file()
-                and layer_path.stat().st_mtime_ns >= frame_path(cache, frame).stat().st_mtime_ns):
-            continue
-        write_frame_layer(layer_path, timing.time_code(frame), frame_values(read_frame(cache, frame)))
-        result.written += 1
+        current = (same_cache and layer_path.is_file()
+                   and layer_path.stat().st_mtime_ns >= frame_path(cache, frame).stat().st_mtime_ns)
+        if not current:
+            write_frame_layer(layer_path, timing.time_code(frame), frame_values(read_frame(cache, frame)))
+            result.written += 1
+        if on_frame:
+            on_frame(frame, frames)
     last_time = timing.time_code(frames)
     for stale in folder.glob("frame.*.usdc"):
         number = stale.name.split(".")[1]

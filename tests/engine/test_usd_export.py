@@ -155,3 +155,10 @@ def test_another_cache_exported_to_the_same_stage_replaces_every_layer(cache, tm
     for frame in (1, 2):
         assert len(_points(stage).GetPointsAttr().Get(frame)) == PARTICLES // 2
     assert not frame_layer_path(stage_path, 3).exists()
+
+
+def test_progress_reports_every_frame(cache, tmp_path):
+    calls = []
+    export_cache_to_usd(cache, tmp_path / "p.usda", on_frame=lambda frame, frames: calls.append((frame, frames)))
+    export_cache_to_usd(cache, tmp_path / "p.usda", on_frame=lambda frame, frames: calls.append((frame, frames)))
+    assert calls == [(f, 4) for f in range(1, 5)] * 2  # frames already current count too
