@@ -19,6 +19,12 @@ def register(subparsers) -> None:
     p.add_argument("--usd", metavar="OUT", help="USD stage to write (.usda text or .usdc binary)")
     p.add_argument("--abc", metavar="OUT", help="Alembic file to write (.abc), through Blender's exporter")
     p.add_argument("--overwrite", action="store_true", help="replace an OUT that is not a Mochi USD export")
+    p.add_argument("--follow", action="store_true",
+                   help="with --usd: keep exporting frames as a bake running elsewhere writes them, until --until "
+                        "frames are in or none has landed for --idle seconds")
+    p.add_argument("--until", type=int, metavar="N", help="with --follow: stop once the cache has N frames")
+    p.add_argument("--idle", type=float, default=60.0, metavar="S",
+                   help="with --follow: stop when no frame has landed for S seconds (default 60)")
     p.set_defaults(func=run)
 
 
@@ -26,7 +32,15 @@ def run(args) -> int:
     if not args.usd and not args.abc:
         raise MochiError("Say what to write: --usd OUT.usda (or .usdc) and/or --abc OUT.abc.")
     cache = Path(args.cache)
-    if args.usd:
+    if args.follow and not args.usd:
+        raise MochiError("--follow goes with --usd.")
+    if args.usd and args.follow:
+        from ..export.usd import follow_cache_to_usd
+
+        result = follow_cache_to_usd(cache, args.usd, until=args.until, idle_s=args.idle, overwrite=args.overwrite,
+                                     log=lambda line: print(line, file=sys.stderr, flush=True))
+        print(f"Exported frames 1–{result.frames} of '{cache}' to '{result.stage_path}'.")
+    elif args.usd:
         from ..export.usd import export_cache_to_usd
 
         from tqdm import tqdm

@@ -344,3 +344,36 @@ class UsdFollower:
     def on_frame(self, progress) -> None:
         export_cache_to_usd(self.cache, self.stage_path, overwrite=self.overwrite)
         self.overwrite = False  # replaced once, ours from then on
+
+
+def follow_cache_to_usd(cache: str | os.PathLike, stage_path: str | os.PathLike, *, until: int | None = None,
+                        idle_s: float = 60.0, poll_s: float = 0.5, overwrite: bool = False,
+                        log: Callable[[str], None] | None = None) -> UsdExport:
+    """Export a cache that another process is baking, frame by frame as they land.
+
+    Polls the cache manifest (frames and manifest are written atomically, the manifest last, so every
+    frame it names is complete) and exports whatever is new, until the cache has ``until`` frames or
+    nothing new has landed for ``idle_s`` seconds (the bake ended or stopped).
+
+    Raises:
+        MochiError: as ``export_cache_to_usd``; a cache that has no frame yet is waited for.
+    """
+    import time
+
+    cache = Path(cache)
+    seen, last_change = 0, time.monotonic()
+    result = UsdExport(Path(stage_path))
+    while True:
+        manifest = read_manifest(cache) if cache.is_dir() else None
+        frames = int(manifest.get("frames_completed", 0)) if manifest else 0
+        if frames != seen and frames >= 1:
+            result = export_cache_to_usd(cache, stage_path, overwrite=overwrite and seen == 0)
+            if log:
+                log(f"USD: frames 1–{frames} in '{stage_path}'.")
+            seen, last_change = frames, time.monotonic()
+        if (until is not None and seen >= until) or time.monotonic() - last_change > idle_s:
+            break
+        time.sleep(poll_s)
+    if seen == 0:
+        raise MochiError(f"No frame landed in '{cache}' within {idle_s:g} s.")
+    return result

@@ -162,3 +162,22 @@ def test_progress_reports_every_frame(cache, tmp_path):
     export_cache_to_usd(cache, tmp_path / "p.usda", on_frame=lambda frame, frames: calls.append((frame, frames)))
     export_cache_to_usd(cache, tmp_path / "p.usda", on_frame=lambda frame, frames: calls.append((frame, frames)))
     assert calls == [(f, 4) for f in range(1, 5)] * 2  # frames already current count too
+
+
+def test_cli_follow_exports_a_bake_running_elsewhere(tmp_path):
+    """`mochi export --follow` in another process picks frames up while this one bakes them."""
+    import subprocess
+    import sys
+    import time
+
+    folder, stage_path = tmp_path / "cache", tmp_path / "live.usda"
+    follower = subprocess.Popen([sys.executable, "-m", "engine.cli.main", "export", str(folder), "--usd",
+                                 str(stage_path), "--follow", "--until", "4", "--idle", "120"],
+                                stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                cwd=Path(__file__).resolve().parents[2])
+    _bake(folder, 4, on_frame=lambda progress: time.sleep(1.0))  # slow enough for the 0.5 s polls
+    out, err = follower.communicate(timeout=120)
+    assert follower.returncode == 0, err
+    exported = [line for line in err.splitlines() if line.startswith("USD: frames 1–")]
+    assert len(exported) >= 2 and exported[-1].startswith("USD: frames 1–4 ")  # frame by frame, not once
+    assert Usd.Stage.Open(str(stage_path)).GetEndTimeCode() == 4
