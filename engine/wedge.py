@@ -251,19 +251,15 @@ def bake_variant(preset_path: str, variant: WedgeVariant, options: WedgeBakeOpti
 
 # --- parallel bakes -----------------------------------------------------------------------------
 
-_slot: int | None = None
-
-
 def _start_worker(slots, threads: int, gpu: bool) -> None:
     """Pool initializer: take a slot; pin this process to one GPU or to ``threads`` CPU threads.
 
     Runs before the worker imports numba or CuPy (engine.bake is imported inside ``bake_variant``),
     so the environment variables take effect.
     """
-    global _slot
-    _slot = slots.get()
+    slot = slots.get()
     if gpu:
-        os.environ["CUDA_VISIBLE_DEVICES"] = str(_slot)
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(slot)
     else:
         os.environ["NUMBA_NUM_THREADS"] = str(threads)
 
@@ -309,18 +305,19 @@ def bake_wedge(preset_path: str, variants: list[WedgeVariant], options: WedgeBak
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     context = multiprocessing.get_context("spawn")  # fresh interpreters: numba threads, CUDA devices
-    slots = context.Manager().Queue()
-    for slot in range(parallel):
-        slots.put(slot)
     gpu = options.backend in ("cuda", "optix")
-    with ProcessPoolExecutor(max_workers=parallel, mp_context=context, initializer=_start_worker,
-                             initargs=(slots, threads, gpu)) as pool:
-        futures = {pool.submit(bake_variant, preset_path, variant, options): variant for variant in variants}
-        for future in as_completed(futures):
-            variant = futures[future]
-            results[variant.index] = future.result()
-            if on_result:
-                on_result(variant, results[variant.index])
+    with context.Manager() as manager:
+        slots = manager.Queue()  # one slot per worker process: its GPU, or just its turn on the CPU
+        for slot in range(parallel):
+            slots.put(slot)
+        with ProcessPoolExecutor(max_workers=parallel, mp_context=context, initializer=_start_worker,
+                                 initargs=(slots, threads, gpu)) as pool:
+            futures = {pool.submit(bake_variant, preset_path, variant, options): variant for variant in variants}
+            for future in as_completed(futures):
+                variant = futures[future]
+                results[variant.index] = future.result()
+                if on_result:
+                    on_result(variant, results[variant.index])
     return [results[v.index] for v in variants]
 
 
