@@ -109,3 +109,17 @@ def test_alembic_export_without_playback_object(mochi, empty_scene, tmp_path):
     with pytest.raises(RuntimeError, match="no Mochi playback object"):
         bpy.ops.mochi.export_alembic(filepath=str(tmp_path / "none.abc"))
     assert not (tmp_path / "none.abc").exists()
+
+
+def test_cli_alembic_export_through_the_bpy_module(mochi, empty_scene, cache, tmp_path, capsys):
+    """`mochi export CACHE --abc OUT` builds the playback object in a child Python with bpy."""
+    from engine.cli.main import main
+
+    assert main(["export", str(cache), "--abc", str(tmp_path / "cli.abc")]) == 0
+    bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
+    assert bpy.ops.wm.alembic_import(filepath=str(tmp_path / "cli.abc")) == {"FINISHED"}
+    (imported,) = bpy.data.objects
+    got = world_attributes(imported, FRAMES, {"position": 3})
+    np.testing.assert_allclose(got["position"], ply_in_blender_world(cache, FRAMES)["position"], atol=1e-6)
+    assert main(["export", str(tmp_path / "missing"), "--abc", str(tmp_path / "none.abc")]) == 2
+    assert "not a Mochi cache folder" in capsys.readouterr().err
