@@ -22,7 +22,7 @@ def register(subparsers) -> None:
     p.add_argument("--vary", action="append", default=[], metavar="NAME=VALUES", required=True,
                    help="a setting and its values: friction=0.3,0.5,0.7 or seed=1..4 (integers, inclusive); repeat "
                         "for more settings (all combinations are baked)")
-    p.add_argument("--out", required=True, help="wedge folder (one cache folder per combination inside)")
+    p.add_argument("--out", required=True, metavar="DIR", help="wedge folder (one cache folder per combination inside)")
     p.add_argument("--frames", type=int, help="last frame to bake (default: the preset's)")
     p.add_argument("--particles", type=int, help="scale the preset to about this many particles")
     p.add_argument("--backend", choices=BACKEND_NAMES, default="cpu", help="simulation backend (default cpu)")
