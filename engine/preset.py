@@ -286,22 +286,31 @@ def _parse_emitter(c: _Checker, raw: Any, where: str, material_names: list[str],
         copies=copy_offsets)
 
 
+def read_preset_document(path: str | Path) -> dict:
+    """A preset file's TOML document, not validated yet (``parse_preset`` does that; a wedge edits
+    the document first).
+
+    Raises:
+        MochiError: missing file or malformed TOML (one sentence).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise MochiError(f"The preset '{path}' does not exist.")
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise MochiError(f"{path}: not valid TOML ({exc}).") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise MochiError(f"Cannot read the preset '{path}' ({exc}).") from None
+
+
 def load_preset(path: str | Path) -> Preset:
     """Read and validate a preset file.
 
     Raises:
         MochiError: missing file, malformed TOML, or any schema violation (one sentence).
     """
-    path = Path(path)
-    if not path.is_file():
-        raise MochiError(f"The preset '{path}' does not exist.")
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise MochiError(f"{path}: not valid TOML ({exc}).") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise MochiError(f"Cannot read the preset '{path}' ({exc}).") from None
-    return parse_preset(data, str(path))
+    return parse_preset(read_preset_document(path), str(path))
 
 
 def preset_inputs(preset: Preset, *, particles: int | None) -> dict:

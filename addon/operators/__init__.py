@@ -1,17 +1,21 @@
-"""Operators: Pack, Bake/Resume/Cancel, Free Bake, Open Cache Folder, presets."""
+"""Operators: Pack, Bake/Resume/Cancel, Free Bake, Open Cache Folder, presets, Export USD/Alembic, Save Flamenco Job Types."""
 
 import bpy
 
-from . import bake, cache, pack, presets
+from . import bake, cache, export, farm, pack, presets
 
-CLASSES = (*pack.CLASSES, *bake.CLASSES, *cache.CLASSES, *presets.CLASSES)
+CLASSES = (*pack.CLASSES, *bake.CLASSES, *cache.CLASSES, *presets.CLASSES, *export.CLASSES, *farm.CLASSES)
 
 
 def register():
     for cls in CLASSES:
         bpy.utils.register_class(cls)
+    export.register_menu()
+    farm.register_menu()
 
 
 def unregister():
+    farm.unregister_menu()
+    export.unregister_menu()
     for cls in reversed(CLASSES):
         bpy.utils.unregister_class(cls)

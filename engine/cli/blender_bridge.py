@@ -16,8 +16,8 @@ from ..errors import MochiError
 HEADLESS_SCRIPT = Path(__file__).resolve().parents[2] / "addon" / "headless.py"
 
 
-def run_headless(arguments: list[str]) -> int:
-    """Run ``addon/headless.py ARGUMENTS`` with this Python; returns its exit status.
+def run_headless(arguments: list[str], *, script: str = HEADLESS_SCRIPT.name) -> int:
+    """Run ``addon/SCRIPT ARGUMENTS`` (default addon/headless.py) with this Python; returns its exit status.
 
     Raises:
         MochiError: bpy is not installed or the add-on is missing from this installation.
@@ -25,6 +25,7 @@ def run_headless(arguments: list[str]) -> int:
     if importlib.util.find_spec("bpy") is None:
         raise MochiError("This needs Blender's Python module (bpy), which is not installed; install it "
                          "with: pip install 'mochi-dem[blender]'.")
-    if not HEADLESS_SCRIPT.is_file():
-        raise MochiError(f"The Blender add-on is missing from this installation ({HEADLESS_SCRIPT}).")
-    return subprocess.call([sys.executable, str(HEADLESS_SCRIPT), *arguments])
+    path = HEADLESS_SCRIPT.with_name(script)
+    if not path.is_file():
+        raise MochiError(f"The Blender add-on is missing from this installation ({path}).")
+    return subprocess.call([sys.executable, str(path), *arguments])

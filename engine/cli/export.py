@@ -1,0 +1,66 @@
+"""``mochi export``: a bake cache as USD (usd-core) or Alembic (Blender's exporter, through bpy)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from ..errors import MochiError
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "export", help="export a cache to USD (points prim, one layer per frame) or Alembic",
+        description="Export the complete frames of a Mochi cache. --usd OUT.usda|OUT.usdc writes a stage with "
+                    "one UsdGeomPoints prim whose samples come from OUT_frames/frame.NNNN.usdc, one layer per "
+                    "frame; running it again (while a bake goes on, say) writes only the new frames. --abc "
+                    "OUT.abc uses Blender's Alembic exporter (needs bpy): grain centres and velocities only.")
+    p.add_argument("cache", help="cache folder (with manifest.json)")
+    p.add_argument("--usd", metavar="OUT", help="USD stage to write (.usda text or .usdc binary)")
+    p.add_argument("--abc", metavar="OUT", help="Alembic file to write (.abc), through Blender's exporter")
+    p.add_argument("--overwrite", action="store_true", help="replace an OUT that is not a Mochi USD export")
+    p.add_argument("--follow", action="store_true",
+                   help="with --usd: keep exporting frames as a bake running elsewhere writes them, until --until "
+                        "frames are in or none has landed for --idle seconds")
+    p.add_argument("--until", type=int, metavar="N", help="with --follow: stop once the cache has N frames")
+    p.add_argument("--idle", type=float, default=60.0, metavar="S",
+                   help="with --follow: stop when no frame has landed for S seconds (default 60)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    if not args.usd and not args.abc:
+        raise MochiError("Say what to write: --usd OUT.usda (or .usdc) and/or --abc OUT.abc.")
+    cache = Path(args.cache)
+    if args.follow and not args.usd:
+        raise MochiError("--follow goes with --usd.")
+    if args.usd and args.follow:
+        from ..export.usd import follow_cache_to_usd
+
+        result = follow_cache_to_usd(cache, args.usd, until=args.until, idle_s=args.idle, overwrite=args.overwrite,
+                                     log=lambda line: print(line, file=sys.stderr, flush=True))
+        print(f"Exported frames 1–{result.frames} of '{cache}' to '{result.stage_path}'.")
+    elif args.usd:
+        from ..export.usd import export_cache_to_usd
+
+        from tqdm import tqdm
+
+        with tqdm(desc="USD", unit="frame", file=sys.stderr, dynamic_ncols=True) as bar:
+            def advance(frame: int, frames: int) -> None:
+                bar.total = frames
+                bar.update(1)
+
+            result = export_cache_to_usd(cache, args.usd, overwrite=args.overwrite, on_frame=advance)
+        print(f"Exported frames 1–{result.frames} of '{cache}' to '{result.stage_path}' "
+              f"({result.written} frame layers written, {result.frames - result.written} already current).")
+    if args.abc:
+        from ..cache import read_manifest
+        from .blender_bridge import run_headless
+
+        if (read_manifest(cache) if cache.is_dir() else None) is None:
+            raise MochiError(f"'{cache}' is not a Mochi cache folder (no manifest.json).")
+        status = run_headless([str(cache.resolve()), str(Path(args.abc).resolve())], script="export_alembic_cli.py")
+        if status != 0:
+            return status
+    sys.stdout.flush()
+    return 0

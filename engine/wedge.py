@@ -1,0 +1,353 @@
+"""Wedges: one preset baked once per combination of varied settings, each into its own cache folder.
+
+``mochi wedge PRESET --vary friction=0.3,0.5,0.7 --vary seed=1..4 --out DIR`` makes the 3 × 4 = 12
+variants of the preset (the last --vary changes fastest), bakes each into DIR/friction-0.3_seed-1/ and
+so on through ``engine.bake.bake`` (one call per folder: the bake itself guards its folder), up to
+``jobs`` at a time in separate processes, and records them in DIR/wedge.json. A variant's settings
+are applied to the preset's TOML document and validated by the preset parser, so a bad value gets the
+same one-sentence error as in a preset file, before anything is baked.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .cache import read_manifest, write_json_atomic
+from .errors import MochiError
+from .preset import Preset, parse_preset, preset_inputs, read_preset_document
+
+WEDGE_MANIFEST = "wedge.json"
+
+
+@dataclass(frozen=True)
+class WedgeSetting:
+    """A preset setting a wedge can vary.
+
+    Attributes:
+        table: Preset table ('scene', 'time', 'domain' ...); 'materials' sets every material.
+        key: Key in that table.
+        integer: Values must be integers (seeds, step counts).
+        help: What it is, with its unit.
+    """
+
+    table: str
+    key: str
+    integer: bool
+    help: str
+
+
+SETTINGS = {
+    "friction": WedgeSetting("materials", "friction", False, "Coulomb friction of every material (grain–grain)"),
+    "restitution": WedgeSetting("materials", "restitution", False, "restitution of every material, in (0, 1]"),
+    "density": WedgeSetting("materials", "density", False, "density of every material [kg/m³]"),
+    "wall_friction": WedgeSetting("domain", "wall_friction", False, "friction against the domain walls"),
+    "wall_restitution": WedgeSetting("domain", "wall_restitution", False, "restitution against the walls"),
+    "seed": WedgeSetting("scene", "seed", True, "random seed of the emitters"),
+    "stiffness": WedgeSetting("time", "stiffness", False, "contact stiffness [N/m]"),
+    "dt": WedgeSetting("time", "dt", False, "time step [s]"),
+    "substeps": WedgeSetting("time", "substeps", True, "steps per frame"),
+}
+
+
+@dataclass(frozen=True)
+class WedgeAxis:
+    """One --vary: a setting and the values it takes, in order."""
+
+    name: str
+    values: tuple[float | int, ...]
+
+
+def parse_vary(text: str) -> WedgeAxis:
+    """Parse 'NAME=V1,V2,...' or 'NAME=A..B' (integers A to B inclusive).
+
+    Raises:
+        MochiError: unknown setting, no values, a value that is not a number, or a bad range.
+    """
+    name, sep, values_text = text.partition("=")
+    name = name.strip()
+    if not sep or not name:
+        raise MochiError(f"--vary '{text}' must look like NAME=1,2,3 or NAME=1..4.")
+    setting = SETTINGS.get(name)
+    if setting is None:
+        raise MochiError(f"--vary: unknown setting '{name}'; a wedge can vary {', '.join(SETTINGS)}.")
+    values_text = values_text.strip()
+    if ".." in values_text:
+        low, _, high = values_text.partition("..")
+        try:
+            low_value, high_value = int(low), int(high)
+        except ValueError:
+            raise MochiError(f"--vary {name}: the range '{values_text}' must be two integers, A..B.") from None
+        if high_value < low_value:
+            raise MochiError(f"--vary {name}: the range '{values_text}' is empty ({high_value} < {low_value}).")
+        values = tuple(range(low_value, high_value + 1))
+    else:
+        values = tuple(_number(name, part.strip(), setting.integer) for part in values_text.split(","))
+    if not values:
+        raise MochiError(f"--vary {name} has no values.")
+    if len(set(values)) != len(values):
+        raise MochiError(f"--vary {name} lists a value twice.")
+    return WedgeAxis(name, values)
+
+
+def _number(name: str, text: str, integer: bool) -> float | int:
+    try:
+        value = int(text) if integer else float(text)
+    except ValueError:
+        kind = "an integer" if integer else "a number"
+        raise MochiError(f"--vary {name}: '{text}' is not {kind}.") from None
+    if not math.isfinite(value):
+        raise MochiError(f"--vary {name}: '{text}' is not a finite number.")
+    return value
+
+
+def _format_value(value: float | int) -> str:
+    return str(value) if isinstance(value, int) else f"{value:g}"
+
+
+@dataclass(frozen=True)
+class WedgeVariant:
+    """One combination.
+
+    Attributes:
+        index: 1-based position in the wedge (the order of ``expand``).
+        values: Setting name → value.
+        folder: Its cache folder.
+    """
+
+    index: int
+    values: dict
+    folder: Path
+
+    @property
+    def label(self) -> str:
+        """'friction=0.3 seed=1', for titles and logs."""
+        return " ".join(f"{name}={_format_value(value)}" for name, value in self.values.items())
+
+
+def folder_name(values: dict) -> str:
+    """Cache folder name of a combination: 'friction-0.3_seed-1' (no characters a shell or Blender
+    path field would trip over)."""
+    return "_".join(f"{name}-{_format_value(value)}" for name, value in values.items())
+
+
+def expand(axes: list[WedgeAxis], out: str | os.PathLike) -> list[WedgeVariant]:
+    """Every combination of ``axes`` (the last axis changes fastest), with its folder under ``out``.
+
+    Raises:
+        MochiError: no axes, or a setting varied twice.
+    """
+    if not axes:
+        raise MochiError("A wedge needs at least one --vary NAME=VALUES.")
+    names = [axis.name for axis in axes]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise MochiError(f"--vary {twice[0]} is given twice; list all its values in one --vary.")
+    out = Path(out)
+    variants = []
+    for index, combination in enumerate(itertools.product(*(axis.values for axis in axes)), start=1):
+        values = dict(zip(names, combination))
+        variants.append(WedgeVariant(index, values, out / folder_name(values)))
+    return variants
+
+
+def variant_preset(document: dict, source: str, values: dict) -> Preset:
+    """The preset of one variant: ``values`` written into the TOML document, then validated.
+
+    Raises:
+        MochiError: a value the preset schema refuses (named as '<source> [wedge friction=...]: ...').
+    """
+    data = json.loads(json.dumps(document))  # a deep copy of plain TOML data
+    for name, value in values.items():
+        setting = SETTINGS[name]
+        if setting.table == "materials":
+            materials = data.setdefault("materials", [{}])
+            for material in materials:
+                material[setting.key] = value
+        else:
+            table = data.setdefault(setting.table, {})
+            table[setting.key] = value
+            if setting.key in ("dt", "substeps"):  # a preset gives one of the two
+                table.pop("substeps" if setting.key == "dt" else "dt", None)
+    label = " ".join(f"{n}={_format_value(v)}" for n, v in values.items())
+    return parse_preset(data, f"{source} [wedge {label}]")
+
+
+def check_folders(variants: list[WedgeVariant], *, resume: bool, overwrite: bool) -> None:
+    """Refuse, before baking anything, to touch a folder that holds a bake unless told to.
+
+    Raises:
+        MochiError: a variant folder with a bake, and neither ``resume`` nor ``overwrite``.
+    """
+    if resume or overwrite:
+        return
+    for variant in variants:
+        manifest = read_manifest(variant.folder) if variant.folder.is_dir() else None
+        if manifest and manifest.get("frames_completed", 0) >= 1:
+            raise MochiError(f"'{variant.folder}' already holds a bake of {manifest['frames_completed']} frames; "
+                             "use --resume to continue the wedge or --overwrite to bake it again.")
+
+
+@dataclass
+class VariantResult:
+    """How one variant's bake ended.
+
+    Attributes:
+        index: The variant's index.
+        frames_done: Last complete frame in its folder.
+        seconds: Wall time of its bake [s].
+        backend: Backend used, as the bake describes it.
+        error: The bake's one-sentence failure, or None.
+    """
+
+    index: int
+    frames_done: int = 0
+    seconds: float = 0.0
+    backend: str = ""
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class WedgeBakeOptions:
+    """Settings shared by every variant's bake."""
+
+    frames: int | None = None
+    particles: int | None = None
+    backend: str = "cpu"
+    resume: bool = False
+    overwrite: bool = False
+
+
+def bake_variant(preset_path: str, variant: WedgeVariant, options: WedgeBakeOptions) -> VariantResult:
+    """Bake one variant into its folder (in the calling process). A MochiError becomes ``error``."""
+    from .bake import bake
+    from .scene import setup_from_preset
+
+    began = time.perf_counter()
+    result = VariantResult(variant.index)
+    try:
+        preset = variant_preset(read_preset_document(preset_path), preset_path, variant.values)
+        manifest = read_manifest(variant.folder) if variant.folder.is_dir() else None
+        resuming = options.resume and manifest is not None and manifest.get("frames_completed", 0) >= 1
+        setup = None if resuming else setup_from_preset(preset, particles=options.particles)
+        progress = bake(setup, variant.folder, frames=options.frames or preset.frames, backend=options.backend,
+                        resume=options.resume, overwrite=options.overwrite,
+                        info={"preset": str(Path(preset_path).resolve()), "up_axis": "Y",
+                              "particles_requested": options.particles, "wedge": variant.values},
+                        inputs=preset_inputs(preset, particles=options.particles))
+        result.frames_done, result.backend = progress.frames_done, progress.backend_name
+    except MochiError as exc:
+        result.error = str(exc)
+        try:
+            manifest = read_manifest(variant.folder) if variant.folder.is_dir() else None
+        except MochiError:  # a damaged manifest: its error is the one already reported
+            manifest = None
+        result.frames_done = int(manifest.get("frames_completed", 0)) if manifest else 0
+    result.seconds = time.perf_counter() - began
+    return result
+
+
+# --- parallel bakes -----------------------------------------------------------------------------
+
+def _start_worker(slots, threads: int, gpu: bool) -> None:
+    """Pool initializer: take a slot; pin this process to one GPU or to ``threads`` CPU threads.
+
+    Runs before the worker imports numba or CuPy (engine.bake is imported inside ``bake_variant``),
+    so the environment variables take effect.
+    """
+    slot = slots.get()
+    if gpu:
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(slot)
+    else:
+        os.environ["NUMBA_NUM_THREADS"] = str(threads)
+
+
+def plan_parallelism(variant_count: int, *, backend: str, jobs: int | None, gpus: int | None) -> tuple[int, int]:
+    """(parallel bakes, numba threads per bake).
+
+    CPU: ``jobs`` bakes at once (default: as many as cores, at most one per variant), the cores shared
+    out between them. GPU backends: one bake per GPU (``gpus``, default 1), each process seeing only
+    its own device.
+
+    Raises:
+        MochiError: jobs or gpus below 1.
+    """
+    cores = os.cpu_count() or 1
+    if jobs is not None and jobs < 1:
+        raise MochiError(f"--jobs must be at least 1, not {jobs}.")
+    if gpus is not None and gpus < 1:
+        raise MochiError(f"--gpus must be at least 1, not {gpus}.")
+    if backend in ("cuda", "optix"):
+        return min(variant_count, gpus or 1), 1
+    parallel = min(variant_count, jobs or cores)
+    return parallel, max(1, cores // parallel)
+
+
+def bake_wedge(preset_path: str, variants: list[WedgeVariant], options: WedgeBakeOptions, *,
+               jobs: int | None = None, gpus: int | None = None,
+               on_result: Callable[[WedgeVariant, VariantResult], None] | None = None) -> list[VariantResult]:
+    """Bake ``variants``, several at a time in worker processes (one alone runs in this process).
+
+    Returns:
+        One result per variant, in variant order; failures are in their ``error``.
+    """
+    parallel, threads = plan_parallelism(len(variants), backend=options.backend, jobs=jobs, gpus=gpus)
+    results: dict[int, VariantResult] = {}
+    if parallel == 1:
+        for variant in variants:
+            results[variant.index] = bake_variant(preset_path, variant, options)
+            if on_result:
+                on_result(variant, results[variant.index])
+        return [results[v.index] for v in variants]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    context = multiprocessing.get_context("spawn")  # fresh interpreters: numba threads, CUDA devices
+    gpu = options.backend in ("cuda", "optix")
+    with context.Manager() as manager:
+        slots = manager.Queue()  # one slot per worker process: its GPU, or just its turn on the CPU
+        for slot in range(parallel):
+            slots.put(slot)
+        with ProcessPoolExecutor(max_workers=parallel, mp_context=context, initializer=_start_worker,
+                                 initargs=(slots, threads, gpu)) as pool:
+            futures = {pool.submit(bake_variant, preset_path, variant, options): variant for variant in variants}
+            for future in as_completed(futures):
+                variant = futures[future]
+                results[variant.index] = future.result()
+                if on_result:
+                    on_result(variant, results[variant.index])
+    return [results[v.index] for v in variants]
+
+
+@dataclass
+class WedgeRecord:
+    """DIR/wedge.json: what the wedge is and how each variant's bake went."""
+
+    preset: str
+    axes: list[WedgeAxis]
+    variants: list[WedgeVariant]
+    results: dict[int, VariantResult] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        rows = []
+        for variant in self.variants:
+            result = self.results.get(variant.index)
+            rows.append({"index": variant.index, "values": variant.values, "folder": variant.folder.name,
+                         "frames_done": result.frames_done if result else None,
+                         "seconds": round(result.seconds, 3) if result else None,
+                         "backend": result.backend if result else None,
+                         "error": result.error if result else None})
+        return {"format": "mochi-wedge", "format_version": 1, "preset": self.preset,
+                "vary": {axis.name: list(axis.values) for axis in self.axes}, "variants": rows}
+
+    def write(self, out: Path) -> Path:
+        out.mkdir(parents=True, exist_ok=True)
+        path = out / WEDGE_MANIFEST
+        write_json_atomic(path, self.to_json())
+        return path

@@ -1,0 +1,125 @@
+"""Exports seen from Blender: its own USD importer and Alembic round trip give back the PLY frames."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from .conftest import bpy, mochi_module
+
+PRESET = Path(__file__).resolve().parents[2] / "presets" / "sand_pile.toml"
+FRAMES = 4
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory) -> Path:
+    """A preset bake (Y up, 300 grains, 4 frames), made by the engine outside Blender."""
+    from engine.bake import bake
+    from engine.preset import load_preset
+    from engine.scene import setup_from_preset
+
+    folder = tmp_path_factory.mktemp("export") / "cache"
+    bake(setup_from_preset(load_preset(PRESET), particles=300), folder, frames=FRAMES, info={"up_axis": "Y"})
+    return folder
+
+
+def ply_in_blender_world(cache: Path, frame: int) -> dict[str, np.ndarray]:
+    """A PLY frame's centres in Blender's Z-up world (a Y-up cache is turned +90° about X, as playback
+    does: (x, y, z) → (x, −z, y)), its radii and object ids."""
+    from engine.cache import read_frame
+
+    ply = read_frame(cache, frame)
+    return {"position": np.stack([ply["x"], -ply["z"], ply["y"]], axis=1), "radius": ply["radius"],
+            "object_id": ply["object_id"], "velocity": np.stack([ply["vx"], -ply["vz"], ply["vy"]], axis=1)}
+
+
+def world_attributes(obj, frame: int, names: dict[str, int]) -> dict[str, np.ndarray]:
+    """Attributes of ``obj``'s evaluated geometry at ``frame`` (point cloud or mesh), positions and
+    velocities in world space."""
+    bpy.context.scene.frame_set(frame)
+    evaluated = obj.evaluated_get(bpy.context.evaluated_depsgraph_get())
+    data = evaluated.data
+    count = len(data.points) if obj.type == "POINTCLOUD" else len(data.vertices)
+    matrix = np.array(evaluated.matrix_world)
+    out = {}
+    for name, width in names.items():
+        attribute = data.attributes[name]
+        key = "vector" if width == 3 else "value"
+        values = np.empty(count * width, np.int32 if attribute.data_type == "INT" else np.float32)
+        attribute.data.foreach_get(key, values)
+        out[name] = values.reshape(count, width) if width == 3 else values
+    out["position"] = out["position"] @ matrix[:3, :3].T + matrix[:3, 3]
+    if "velocity" in out:
+        out["velocity"] = out["velocity"] @ matrix[:3, :3].T
+    return out
+
+
+def test_blender_usd_importer_gives_back_the_ply_frames(mochi, empty_scene, cache, tmp_path):
+    from engine.export.usd import export_cache_to_usd
+
+    export_cache_to_usd(cache, tmp_path / "grains.usda")
+    assert bpy.ops.wm.usd_import(filepath=str(tmp_path / "grains.usda")) == {"FINISHED"}
+    (grains,) = [obj for obj in bpy.data.objects if obj.type == "POINTCLOUD"]
+    for frame in (1, 2, FRAMES):
+        got = world_attributes(grains, frame, {"position": 3, "radius": 1, "velocity": 3, "object_id": 1})
+        want = ply_in_blender_world(cache, frame)
+        assert got["position"].shape == (300, 3)
+        np.testing.assert_allclose(got["position"], want["position"], atol=1e-6)
+        np.testing.assert_allclose(got["velocity"], want["velocity"], atol=1e-6)
+        np.testing.assert_array_equal(got["radius"], want["radius"])
+        np.testing.assert_array_equal(got["object_id"], want["object_id"])
+
+
+def test_export_usd_operator(mochi, empty_scene, cache, tmp_path):
+    from pxr import Usd
+
+    empty_scene.mochi.cache_directory = str(cache)
+    assert bpy.ops.mochi.export_usd(filepath=str(tmp_path / "op.usdc"), file_format="USDC") == {"FINISHED"}
+    assert Usd.Stage.Open(str(tmp_path / "op.usdc")).GetEndTimeCode() == FRAMES
+    empty_scene.mochi.cache_directory = str(tmp_path / "no_cache")
+    with pytest.raises(RuntimeError, match="is not a Mochi cache folder"):
+        bpy.ops.mochi.export_usd(filepath=str(tmp_path / "none.usda"))
+    assert not (tmp_path / "none.usda").exists()
+
+
+def test_alembic_export_of_the_playback_object_round_trips(mochi, empty_scene, cache, tmp_path):
+    playback = mochi_module("addon.playback")
+    scene = empty_scene
+    scene.frame_start, scene.frame_end = 1, FRAMES
+    playback.ensure_playback_object(scene, str(cache), start_frame=1, last_frame=FRAMES, up_axis="Y")
+    objects_before = sorted(o.name for o in bpy.data.objects)
+    groups_before = sorted(g.name for g in bpy.data.node_groups)
+    assert bpy.ops.mochi.export_alembic(filepath=str(tmp_path / "grains.abc")) == {"FINISHED"}
+    assert sorted(o.name for o in bpy.data.objects) == objects_before  # the export copy is gone
+    assert sorted(g.name for g in bpy.data.node_groups) == groups_before
+
+    bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
+    assert bpy.ops.wm.alembic_import(filepath=str(tmp_path / "grains.abc")) == {"FINISHED"}
+    (imported,) = bpy.data.objects
+    for frame in (1, 2, FRAMES):
+        got = world_attributes(imported, frame, {"position": 3, "velocity": 3})
+        want = ply_in_blender_world(cache, frame)
+        np.testing.assert_allclose(got["position"], want["position"], atol=1e-6)
+        np.testing.assert_allclose(got["velocity"], want["velocity"], atol=1e-6)
+
+
+def test_alembic_export_without_playback_object(mochi, empty_scene, tmp_path):
+    with pytest.raises(RuntimeError, match="no Mochi playback object"):
+        bpy.ops.mochi.export_alembic(filepath=str(tmp_path / "none.abc"))
+    assert not (tmp_path / "none.abc").exists()
+
+
+def test_cli_alembic_export_through_the_bpy_module(mochi, empty_scene, cache, tmp_path, capsys):
+    """`mochi export CACHE --abc OUT` builds the playback object in a child Python with bpy."""
+    from engine.cli.main import main
+
+    assert main(["export", str(cache), "--abc", str(tmp_path / "cli.abc")]) == 0
+    bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
+    assert bpy.ops.wm.alembic_import(filepath=str(tmp_path / "cli.abc")) == {"FINISHED"}
+    (imported,) = bpy.data.objects
+    got = world_attributes(imported, FRAMES, {"position": 3})
+    np.testing.assert_allclose(got["position"], ply_in_blender_world(cache, FRAMES)["position"], atol=1e-6)
+    assert main(["export", str(tmp_path / "missing"), "--abc", str(tmp_path / "none.abc")]) == 2
+    assert "not a Mochi cache folder" in capsys.readouterr().err
