@@ -176,8 +176,11 @@ def history_path(folder: str | os.PathLike, frame: int) -> Path:
     return Path(folder) / HISTORY_FOLDER / f"frame_{frame:04d}.npz"
 
 
-def read_history(folder: str | os.PathLike, frame: int, particle_count: int) -> dict[str, np.ndarray] | None:
+def read_history(folder: str | os.PathLike, frame: int, particle_count: int | None = None) -> dict[str, np.ndarray] | None:
     """The contact history saved with ``frame``, or None if there is none.
+
+    Args:
+        particle_count: Particles of the bake (default: the manifest's count).
 
     Raises:
         MochiError: the file is damaged or does not fit a bake of ``particle_count`` particles.
@@ -185,6 +188,11 @@ def read_history(folder: str | os.PathLike, frame: int, particle_count: int) -> 
     path = history_path(folder, frame)
     if not path.is_file():
         return None
+    if particle_count is None:
+        manifest = read_manifest(folder)
+        if manifest is None:
+            raise MochiError(f"There is no Mochi bake in '{folder}' (no manifest.json).")
+        particle_count = manifest["particle_count"]
     return load_history_file(path, particle_count)
 
 
