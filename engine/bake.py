@@ -48,6 +48,9 @@ class BakeProgress:
         backend_name: Backend actually used.
         particle_count: Particles in the bake.
         timings: Accumulated build/detect/update times.
+        steps_per_frame: Steps between two frames.
+        steps_into_frame: Steps done towards the frame after ``frames_done``.
+        stepping_seconds: Wall-clock time spent stepping so far [s], for the remaining-time estimate.
     """
 
     frames_total: int = 0
@@ -60,6 +63,9 @@ class BakeProgress:
     backend_name: str = ""
     particle_count: int = 0
     timings: StepTimings = field(default_factory=StepTimings)
+    steps_per_frame: int = 0
+    steps_into_frame: int = 0
+    stepping_seconds: float = 0.0
     _cancel: threading.Event = field(default_factory=threading.Event, repr=False)
 
     def request_cancel(self) -> None:
@@ -71,8 +77,23 @@ class BakeProgress:
         return self._cancel.is_set()
 
     @property
+    def frames_exact(self) -> float:
+        """Frames done, counting the steps into the next one (the progress bar moves every chunk)."""
+        within = self.steps_into_frame / self.steps_per_frame if self.steps_per_frame else 0.0
+        return self.frames_done + within
+
+    @property
     def fraction(self) -> float:
-        return self.frames_done / self.frames_total if self.frames_total else 0.0
+        return self.frames_exact / self.frames_total if self.frames_total else 0.0
+
+    @property
+    def remaining_seconds(self) -> float | None:
+        """Estimated time to the last frame from the steps measured so far [s], or None before any."""
+        steps = self.timings.steps
+        if steps == 0 or not self.steps_per_frame:
+            return None
+        left = (self.frames_total - self.frames_done) * self.steps_per_frame - self.steps_into_frame
+        return max(left, 0) * self.stepping_seconds / steps
 
 
 def _remove_stale_temporaries(folder: Path) -> None:
@@ -96,7 +117,8 @@ def _empty_history(model) -> dict:
 def bake(setup: SceneSetup | None, out_dir, *, frames: int, backend: str = "cpu", resume: bool = False,
          overwrite: bool = False, progress: BakeProgress | None = None, info: dict | None = None,
          inputs: dict | None = None, max_steps_per_frame: int | None = DEFAULT_MAX_STEPS_PER_FRAME,
-         log: Callable[[str], None] | None = None, on_frame: Callable[[BakeProgress], None] | None = None) -> BakeProgress:
+         log: Callable[[str], None] | None = None, on_frame: Callable[[BakeProgress], None] | None = None,
+         on_step: Callable[[BakeProgress], None] | None = None) -> BakeProgress:
     """Bake frames 1..``frames`` of ``setup`` into the cache folder ``out_dir``.
 
     The folder is locked for the whole bake (``engine.cache_lock``). A resume continues exactly or is
@@ -118,6 +140,8 @@ def bake(setup: SceneSetup | None, out_dir, *, frames: int, backend: str = "cpu"
         max_steps_per_frame: Refuse a new bake needing more steps per frame (None: no budget).
         log: Where one-line messages go (default: nowhere).
         on_frame: Called after every written frame (the CLI's progress bar).
+        on_step: Called after every chunk of ``CANCEL_CHECK_STEPS`` steps, so a progress bar moves
+            within long frames.
 
     Returns:
         The progress object, finished.
@@ -131,7 +155,7 @@ def bake(setup: SceneSetup | None, out_dir, *, frames: int, backend: str = "cpu"
     log = log or (lambda message: None)
     try:
         _bake(setup, Path(out_dir), frames, backend, resume, overwrite, progress, dict(info or {}), inputs,
-              max_steps_per_frame, log, on_frame)
+              max_steps_per_frame, log, on_frame, on_step)
     except BakeCancelled:
         progress.cancelled = True
         progress.message = f"Cancelled; frames 1–{progress.frames_done} are complete."
@@ -184,7 +208,7 @@ def _remove_failed_start(folder: Path, lock: CacheLock) -> None:
 
 def _bake(setup, folder: Path, frames: int, backend_name: str, resume: bool, overwrite: bool,
           progress: BakeProgress, info: dict, inputs: dict | None, max_steps_per_frame: int | None, log,
-          on_frame) -> None:
+          on_frame, on_step) -> None:
     _check_request(setup, folder, frames, resume, overwrite, max_steps_per_frame)
     created = not folder.exists()
     ensure_cache_folder(folder)
@@ -199,7 +223,7 @@ def _bake(setup, folder: Path, frames: int, backend_name: str, resume: bool, ove
         else:
             run = _prepare_new(setup, folder, overwrite, backend_name, inputs, info, log)
         written = True
-        _run_frames(run, folder, frames, progress, on_frame)
+        _run_frames(run, folder, frames, progress, on_frame, on_step)
     except BaseException:
         if created and not written:
             _remove_failed_start(folder, lock)
@@ -297,13 +321,14 @@ def _record_inputs(info: dict, inputs: dict | None) -> None:
         info["inputs_digest"] = digest(inputs)
 
 
-def _run_frames(run: _Run, folder: Path, frames: int, progress: BakeProgress, on_frame) -> None:
+def _run_frames(run: _Run, folder: Path, frames: int, progress: BakeProgress, on_frame, on_step) -> None:
     model, runner = run.model, run.runner
     progress.frames_total = frames
     progress.frames_done = run.start
     progress.backend_name = runner.describe()
     progress.particle_count = model.particle_count
     progress.last_frame_path = str(frame_path(folder, run.start))
+    progress.steps_per_frame = model.physics.steps_per_frame
     if on_frame:
         on_frame(progress)
     runner.set_state(run.state)
@@ -319,12 +344,18 @@ def _run_frames(run: _Run, folder: Path, frames: int, progress: BakeProgress, on
             if progress.cancel_requested:
                 raise BakeCancelled()
             chunk = min(remaining, CANCEL_CHECK_STEPS)
+            chunk_began = time.perf_counter()
             progress.timings.add(runner.step(chunk))
+            progress.stepping_seconds += time.perf_counter() - chunk_began
             remaining -= chunk
+            progress.steps_into_frame = steps_per_frame - remaining
+            if on_step:
+                on_step(progress)
         state = runner.get_state()
         history = runner.get_contact_history() if hasattr(runner, "get_contact_history") else None
         path = run.writer.write_frame(frame, state, history)
         progress.frames_done = frame
+        progress.steps_into_frame = 0
         progress.last_frame_path = str(path)
         progress.message = (f"Frame {frame}/{frames} ({model.particle_count:,} particles, "
                             f"{time.perf_counter() - began:.2f} s)")

@@ -17,8 +17,14 @@ from .errors import MochiError
 
 #: Steps per collision that ``auto`` aims for.
 STEPS_PER_CONTACT = 10
-#: Target maximum overlap as a fraction of the radius at the expected impact speed.
-TARGET_OVERLAP = 0.01
+#: Overlap, as a fraction of the radius, that ``auto`` stiffness lets a grain reach when it hits a wall
+#: or a resting bed at the expected impact speed. A few percent looks the same as 1% in a render and
+#: needs a spring 25× softer, hence 5× fewer steps.
+TARGET_OVERLAP = 0.05
+#: Largest expected overlap a bake accepts when dt is fixed and stiffness 'auto' (refused above, with
+#: the dt that would do), and the limit above which a given stiffness is refused.
+MAX_OVERLAP = 0.10
+MAX_OVERLAP_GIVEN_STIFFNESS = 1.0
 #: Largest damping ratio in the contact law (the tangential dashpot is critically damped).
 MAX_DAMPING_RATIO = 1.0
 
@@ -33,6 +39,9 @@ class TimeStepChoice:
         steps_per_frame: Steps between cached frames.
         critical_dt: Largest stable step for this stiffness and the lightest particle [s].
         contact_duration: Duration of a collision between the two lightest particles [s].
+        impact_speed: The expected impact speed the choice was made for [m/s].
+        expected_overlap: Overlap of a grain hitting a wall at ``impact_speed``, as a fraction of its
+            radius (the largest over the grains).
         notes: Human-readable remarks (e.g. 'dt resolves a collision in only 4 steps').
     """
 
@@ -41,6 +50,8 @@ class TimeStepChoice:
     steps_per_frame: int
     critical_dt: float
     contact_duration: float
+    impact_speed: float = 0.0
+    expected_overlap: float = 0.0
     notes: tuple[str, ...] = ()
 
 
@@ -60,9 +71,16 @@ def expected_impact_speed(initial_speed_max: float, acceleration_max: float, dro
     return initial_speed_max + math.sqrt(2.0 * max(acceleration_max, 0.0) * max(drop_height, 0.0))
 
 
+def expected_overlap(stiffness: float, mass: np.ndarray, radius: np.ndarray, impact_speed: float) -> float:
+    """Largest overlap, as a fraction of the radius, of a grain that hits a wall (or a resting bed,
+    whose effective mass is about the grain's) at ``impact_speed`` [m/s]: δ = v sqrt(m / k) / r."""
+    ratio = float((mass.astype(np.float64) / radius.astype(np.float64) ** 2).max())
+    return impact_speed * math.sqrt(ratio / stiffness)
+
+
 def choose_time_step(*, dt: float | None, stiffness: float | None, substeps: int | None, fps: float,
                      mass: np.ndarray, radius: np.ndarray, impact_speed: float) -> TimeStepChoice:
-    """Resolve 'auto' dt/stiffness and check stability.
+    """Resolve 'auto' dt/stiffness and check stability and overlap.
 
     Args:
         dt: Given step [s] or None for auto.
@@ -74,12 +92,16 @@ def choose_time_step(*, dt: float | None, stiffness: float | None, substeps: int
         impact_speed: Fastest expected approach speed [m/s] (``expected_impact_speed``).
 
     Raises:
-        MochiError: a dt that would blow up, naming dt, stiffness, the lightest mass and the limit.
+        MochiError: a dt that would blow up, naming dt, stiffness, the lightest mass and the limit; a
+            fixed dt whose 'auto' stiffness would let grains overlap more than ``MAX_OVERLAP``, naming
+            the dt that would not; a given stiffness under which they would pass through each other.
     """
     mass_min = float(mass.min())
     frame_time = 1.0 / fps
     if dt is None and substeps is not None:
         dt = frame_time / substeps
+    v = max(impact_speed, 0.1)
+    auto_stiffness = stiffness is None
     if stiffness is None:
         if dt is not None:
             # Stiffest spring that still resolves the lightest collision in STEPS_PER_CONTACT steps.
@@ -87,7 +109,6 @@ def choose_time_step(*, dt: float | None, stiffness: float | None, substeps: int
             stiffness = 0.5 * mass_min * omega * omega
         else:
             # Spring that stops the heaviest-per-area particle at TARGET_OVERLAP of its radius.
-            v = max(impact_speed, 0.1)
             ratio = (mass.astype(np.float64) / (TARGET_OVERLAP * radius.astype(np.float64)) ** 2).max()
             stiffness = float(ratio * v * v)
     t_contact = math.pi / pair_frequency(stiffness, mass_min)
@@ -102,12 +123,25 @@ def choose_time_step(*, dt: float | None, stiffness: float | None, substeps: int
             f"The time step dt = {dt:.3g} s would blow up: with stiffness {stiffness:.3g} N/m and the "
             f"lightest particle of {mass_min:.3g} kg it must be below {limit:.3g} s (use a smaller dt, "
             "more substeps, a softer stiffness, or 'auto').")
+    overlap = expected_overlap(stiffness, mass, radius, v)
+    if auto_stiffness and overlap > MAX_OVERLAP:
+        # Overlap grows as dt does (the stiffest spring a dt resolves goes as 1/dt²).
+        raise MochiError(
+            f"With dt = {dt:.3g} s, 'auto' stiffness ({stiffness:.3g} N/m, the stiffest this dt resolves) "
+            f"lets grains hitting at {v:.3g} m/s overlap {overlap:.0%} of their radius; use dt ≤ "
+            f"{dt * MAX_OVERLAP / overlap:.2g} s, or 'auto', to stay under {MAX_OVERLAP:.0%}.")
+    if overlap > MAX_OVERLAP_GIVEN_STIFFNESS:
+        raise MochiError(
+            f"With stiffness {stiffness:.3g} N/m, grains hitting at {v:.3g} m/s would overlap {overlap:.0%} of "
+            f"their radius and pass through each other; use at least "
+            f"{stiffness * (overlap / MAX_OVERLAP) ** 2:.3g} N/m (or 'auto') to stay under {MAX_OVERLAP:.0%}.")
     notes = []
     if t_contact / dt < 5:
         notes.append(f"dt resolves the lightest collision in only {t_contact / dt:.1f} steps.")
-    overlap = impact_speed * math.sqrt(mass_min / (2 * stiffness)) / float(radius.min())
-    if overlap > 0.1:
-        notes.append(f"Expected overlap of the lightest particles at {impact_speed:.3g} m/s is "
-                     f"{overlap:.0%} of their radius; a stiffer contact needs a smaller dt.")
+    if overlap > MAX_OVERLAP:
+        notes.append(f"Grains hitting at {v:.3g} m/s overlap about {overlap:.0%} of their radius with stiffness "
+                     f"{stiffness:.3g} N/m; {stiffness * (overlap / MAX_OVERLAP) ** 2:.3g} N/m would keep it under "
+                     f"{MAX_OVERLAP:.0%}.")
     return TimeStepChoice(dt=float(dt), stiffness=float(stiffness), steps_per_frame=int(steps_per_frame),
-                          critical_dt=limit, contact_duration=t_contact, notes=tuple(notes))
+                          critical_dt=limit, contact_duration=t_contact, impact_speed=float(v),
+                          expected_overlap=float(overlap), notes=tuple(notes))

@@ -29,6 +29,8 @@ def register(subparsers) -> None:
                    help="continue the cache in --out from its last frame; refused if the preset, the files it "
                         "names or the engine changed, or if a frame or the contact history is missing")
     p.add_argument("--overwrite", action="store_true", help="replace an existing cache in --out")
+    p.add_argument("--no-estimate", action="store_true",
+                   help="skip the short timing probe that estimates the bake time before a new bake")
     p.add_argument("--max-steps-per-frame", type=int, default=DEFAULT_MAX_STEPS_PER_FRAME, metavar="N",
                    help=f"refuse a bake needing more steps per frame (default {DEFAULT_MAX_STEPS_PER_FRAME:,}; "
                         "0 lifts the budget)")
@@ -82,17 +84,31 @@ def run(args) -> int:
         setup = setup_from_preset(preset, particles=particles)
         for note in setup.notes:
             print(f"note: {note}", file=sys.stderr)
+        if not args.no_estimate:
+            from ..estimate import estimate_bake
+
+            estimate = estimate_bake(setup, frames=frames, backend=backend,
+                                     log=lambda message: print(message, file=sys.stderr))
+            for line in estimate.lines():
+                print(f"  {line}", file=sys.stderr)
     bar = tqdm(total=frames, desc=preset.name, unit="frame", file=sys.stderr, dynamic_ncols=True)
 
+    shown = [0.0]
+
     def on_frame(progress):
-        bar.n = progress.frames_done
+        # Also called every chunk of steps (on_step): the bar moves within long frames, at most 5×/s.
+        now = time.perf_counter()
+        if progress.steps_into_frame and now - shown[0] < 0.2:
+            return
+        shown[0] = now
+        bar.n = round(progress.frames_exact, 2)
         bar.set_postfix_str(progress.backend_name.split(" ")[0], refresh=False)
         bar.refresh()
 
     began = time.perf_counter()
     try:
         progress = bake(setup, out, frames=frames, backend=backend, resume=args.resume,
-                        overwrite=args.overwrite, on_frame=on_frame,
+                        overwrite=args.overwrite, on_frame=on_frame, on_step=on_frame,
                         info={"preset": str(Path(args.scene).resolve()), "particles_requested": particles,
                               "up_axis": "Y"},
                         inputs=preset_inputs(preset, particles=particles),

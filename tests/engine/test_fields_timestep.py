@@ -12,7 +12,7 @@ from engine.errors import MochiError
 from engine.fields import ForceField, uniform_acceleration
 from engine.model import Domain, Gravity, Material
 from engine.scene import setup_from_arrays
-from engine.timestep import choose_time_step, critical_time_step
+from engine.timestep import MAX_OVERLAP, TARGET_OVERLAP, choose_time_step, critical_time_step
 
 
 def _free_particles(positions, fields, steps=1, dt=1e-3):
@@ -58,20 +58,58 @@ def test_auto_stiffness_and_dt_resolve_the_lightest_collision():
     radius = np.array([0.005, 0.006])
     choice = choose_time_step(dt=None, stiffness=None, substeps=None, fps=25, mass=mass, radius=radius,
                               impact_speed=2.0)
-    # Heaviest per radius² at 2 m/s stops within 1% of its radius: k = m v² / (0.01 r)².
-    assert choice.stiffness == pytest.approx(2e-3 * 4 / (0.01 * 0.006) ** 2)
+    # Heaviest per radius² at 2 m/s stops within TARGET_OVERLAP of its radius: k = m v² / (ε r)².
+    assert choice.stiffness == pytest.approx(2e-3 * 4 / (TARGET_OVERLAP * 0.006) ** 2)
+    assert choice.expected_overlap == pytest.approx(TARGET_OVERLAP)
     assert choice.contact_duration / choice.dt >= 10 - 1e-9
     assert choice.dt * choice.steps_per_frame == pytest.approx(1 / 25)
     assert choice.dt < choice.critical_dt
 
 
-def test_auto_stiffness_from_given_dt_is_stable():
-    mass = np.array([2.6e-7])
-    choice = choose_time_step(dt=1e-4, stiffness=None, substeps=None, fps=25, mass=mass,
-                              radius=np.array([5e-4]), impact_speed=4.4)
-    assert choice.dt == 1e-4 and choice.dt < critical_time_step(choice.stiffness, 2.6e-7)
-    assert choice.contact_duration == pytest.approx(10 * 1e-4)
-    assert any("overlap" in note for note in choice.notes)
+def test_auto_stiffness_from_given_dt_keeps_overlap_or_names_the_dt():
+    """The paper's freefall step (1e-4 s) with 0.5 mm grains landing at 4.4 m/s would overlap 300%+: it
+    is refused with the step that would not, and that step is accepted."""
+    mass, radius = np.array([2.6e-7]), np.array([5e-4])
+    with pytest.raises(MochiError, match=r"dt = 0\.0001 s.*overlap \d+% of their radius; use dt ≤ (\S+) s") as info:
+        choose_time_step(dt=1e-4, stiffness=None, substeps=None, fps=25, mass=mass, radius=radius,
+                         impact_speed=4.4)
+    suggested = float(str(info.value).split("use dt ≤ ")[1].split(" s")[0])
+    choice = choose_time_step(dt=suggested, stiffness=None, substeps=None, fps=25, mass=mass, radius=radius,
+                              impact_speed=4.4)
+    assert choice.expected_overlap <= MAX_OVERLAP
+    assert choice.dt < critical_time_step(choice.stiffness, 2.6e-7)
+    assert choice.contact_duration == pytest.approx(10 * suggested)
+
+
+def test_a_given_stiffness_that_lets_grains_pass_through_is_refused():
+    with pytest.raises(MochiError, match=r"pass through each other; use at least"):
+        choose_time_step(dt=None, stiffness=1.0, substeps=None, fps=25, mass=np.array([1e-3]),
+                         radius=np.array([0.01]), impact_speed=3.0)
+    noted = choose_time_step(dt=None, stiffness=2e3, substeps=None, fps=25, mass=np.array([1e-3]),
+                             radius=np.array([0.01]), impact_speed=3.0)
+    assert MAX_OVERLAP < noted.expected_overlap <= 1.0 and any("overlap" in n for n in noted.notes)
+
+
+def test_fall_height_is_the_real_drop_not_the_domain():
+    """A packed block falls as one (the middle of its range counts); a loose cloud grain by grain (its
+    highest grain counts); rotating gravity can point anywhere (the domain's largest side counts)."""
+    from engine.scene import expected_fall_height
+
+    domain = Domain(lo=(0, 0, 0), hi=(2, 4, 2))
+    down = Gravity(vector=(0, -9.81, 0))
+    grid = np.stack(np.meshgrid(*[np.arange(10) * 0.02] * 3, indexing="ij"), -1).reshape(-1, 3)
+    block = grid + (1.0, 0.5, 1.0)  # touching spheres of r = 0.01, from y = 0.5 to 0.68
+    cloud = np.random.default_rng(0).uniform((0.5, 1.0, 0.5), (1.5, 3.0, 1.5), (300, 3))
+    r_block, r_cloud = np.full(len(block), 0.01), np.full(len(cloud), 0.01)
+    ids_block = np.zeros(len(block), np.int32)
+    assert expected_fall_height(block, r_block, ids_block, down, domain) == pytest.approx(0.59)
+    assert expected_fall_height(cloud, r_cloud, np.zeros(300, np.int32), down, domain) == pytest.approx(
+        cloud[:, 1].max())
+    both = expected_fall_height(np.vstack([block, cloud]), np.concatenate([r_block, r_cloud]),
+                                np.concatenate([ids_block, np.ones(300, np.int32)]), down, domain)
+    assert both == pytest.approx(cloud[:, 1].max())
+    turning = Gravity(vector=(0, -9.81, 0), rotation_axis=(0, 0, 1), rotation_rate=1.0)
+    assert expected_fall_height(block, r_block, ids_block, turning, domain) == 4.0
 
 
 def test_unstable_dt_is_refused_with_the_numbers():
