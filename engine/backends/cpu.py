@@ -121,7 +121,7 @@ class BackendCpu(Backend):
         self.r_min = float(model.radius.min())
         self.r_max = float(model.radius.max())
 
-    def describe(self) -> str:
+    def describe_device(self) -> str:
         import numba
 
         return f"cpu (numba {numba.__version__}, {numba.get_num_threads()} threads of {os.cpu_count()} cores)"

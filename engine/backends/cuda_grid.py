@@ -58,7 +58,7 @@ class BackendCudaGrid(BackendGpu):
         self.pair_capacity = max(16, 8 * n)
         self.timer = PhaseTimer(self.cp)
 
-    def describe(self) -> str:
+    def describe_device(self) -> str:
         name, (major, minor) = device_summary(self.cp)
         return f"cuda (grid, {name}, sm_{major}{minor}, CuPy {self.cp.__version__})"
 

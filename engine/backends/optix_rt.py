@@ -66,7 +66,7 @@ class BackendOptix(BackendGpu):
         self.timer = PhaseTimer(cp)
         self._upload_params(mode=0)
 
-    def describe(self) -> str:
+    def describe_device(self) -> str:
         name, (major, minor) = device_summary(self.cp)
         version = ".".join(str(v) for v in self.optix.version())
         return f"optix (OptiX {version}, {name}, sm_{major}{minor}, CuPy {self.cp.__version__})"
