@@ -2,7 +2,7 @@
 particle arrays on the device with their launchers (integration, Morton reorder, bucket sort).
 
 Nothing here imports CuPy or optix at module import time, so ``import engine.backends`` works without
-a GPU. Kernels live in ``kernels/`` beside the ``engine`` package: ``<name>.h`` holds the structs shared
+a GPU. Kernels live in ``kernels/`` (``engine.resources.data_dir``): ``<name>.h`` holds the structs shared
 with this module (mirrored below as numpy dtypes and checked against the header by
 tests/engine/test_kernels_compile.py), ``<name>.cu`` the code. CUDA kernels are compiled with NVRTC
 through ``cupy.RawModule`` (CuPy caches the binaries on disk, keyed by the source, which is why local
@@ -26,10 +26,11 @@ from ..contact_law import pair_tables, wall_tables
 from ..errors import MochiError, SimulationDiverged
 from ..fields import pack_fields, uniform_acceleration
 from ..model import Model
+from ..resources import data_dir
 from ..state import State
 
 #: Folder of the CUDA/OptiX sources.
-KERNEL_DIR = Path(__file__).resolve().parents[2] / "kernels"
+KERNEL_DIR = data_dir("kernels")
 #: Threads per block of every CUDA kernel launched here.
 BLOCK = 256
 #: Threads and items per block of the prefix sum (SCAN_THREADS, SCAN_ITEMS in kernels/dem_common.cu).
