@@ -203,29 +203,11 @@ extern "C" __global__ void gather_u32(const unsigned int* __restrict__ src, cons
     if (k < n) dst[k] = src[order[k]];
 }
 
-// AABBs of the OptiX proxies: a cube of edge 4·r (twice the radius), grown by a relative and an
-// absolute margin so float32 rounding of the box never loses a touching pair (the intersection
-// program's exact test removes the extra candidates). Inactive particles get an inverted (empty) box.
+// AABBs of the OptiX proxies (dem_proxy_aabb in kernels/dem_math.cuh).
 extern "C" __global__ void dem_proxy_aabbs(const DemParams* __restrict__ params, float* __restrict__ aabb) {
     const DemParams& P = *params;
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= P.particle_count) return;
-    const float4 p = P.pos[i];
-    float* box = aabb + 6 * i;
-    if (!(P.info[i] & DEM_INFO_ACTIVE)) {
-        box[0] = box[1] = box[2] = 1.0f;
-        box[3] = box[4] = box[5] = -1.0f;
-        return;
-    }
-    const float ax = fabsf(p.x), ay = fabsf(p.y), az = fabsf(p.z);
-    const float slack = 2.0f * p.w * 1.0e-4f + 4.0f * 1.1920929e-7f * fmaxf(ax, fmaxf(ay, az));
-    const float h = 2.0f * p.w + slack;
-    box[0] = p.x - h;
-    box[1] = p.y - h;
-    box[2] = p.z - h;
-    box[3] = p.x + h;
-    box[4] = p.y + h;
-    box[5] = p.z + h;
+    if (i < P.particle_count) dem_proxy_aabb(P, i, aabb + 6 * i);
 }
 
 // Writes one 64-bit value into device memory without a host copy (the OptiX traversable handle in

@@ -136,3 +136,25 @@ __device__ __forceinline__ unsigned int dem_spread_bits(unsigned int v) {
     v = (v | (v << 2)) & 0x09249249u;
     return v;
 }
+
+// AABB of slot i's OptiX proxy (lo xyz, hi xyz) [m]: a cube of edge 4·r (twice the radius), grown by a
+// relative and an absolute margin so float32 rounding of the box never loses a touching pair (the
+// intersection program's exact test removes the extra candidates). Inactive slots get an inverted
+// (empty) box.
+__device__ __forceinline__ void dem_proxy_aabb(const DemParams& P, int i, float* box) {
+    const float4 p = P.pos[i];
+    if (!(P.info[i] & DEM_INFO_ACTIVE)) {
+        box[0] = box[1] = box[2] = 1.0f;
+        box[3] = box[4] = box[5] = -1.0f;
+        return;
+    }
+    const float ax = fabsf(p.x), ay = fabsf(p.y), az = fabsf(p.z);
+    const float slack = 2.0f * p.w * 1.0e-4f + 4.0f * 1.1920929e-7f * fmaxf(ax, fmaxf(ay, az));
+    const float h = 2.0f * p.w + slack;
+    box[0] = p.x - h;
+    box[1] = p.y - h;
+    box[2] = p.z - h;
+    box[3] = p.x + h;
+    box[4] = p.y + h;
+    box[5] = p.z + h;
+}

@@ -33,6 +33,15 @@ BUCKETS_PER_PARTICLE = 2
 FORCES_MIN_BLOCKS = 1
 
 
+def grid_layout(model: Model) -> tuple[float, tuple[int, int, int]]:
+    """Cell edge [m] (2·r_max) and bits per axis (x, y, z) of the folded grid of ``model``: about
+    ``BUCKETS_PER_PARTICLE`` buckets per particle, at least 2^12."""
+    n = model.particle_count
+    total_bits = max(12, int(np.ceil(np.log2(max(BUCKETS_PER_PARTICLE * n, 2)))))
+    return 2.0 * float(model.radius.max()), tuple(total_bits // 3 + (1 if axis < total_bits % 3 else 0)
+                                                  for axis in range(3))
+
+
 class BackendCudaGrid(BackendGpu):
     """Hashed-grid DEM on an NVIDIA GPU through CuPy. See the module docstring."""
 
@@ -44,11 +53,9 @@ class BackendCudaGrid(BackendGpu):
         n = model.particle_count
         self.particles = DeviceParticles(model)
         self.colliders = DeviceColliders.for_model(self.particles)
-        cell = 2.0 * float(model.radius.max())
-        total_bits = max(12, int(np.ceil(np.log2(max(BUCKETS_PER_PARTICLE * n, 2)))))
-        self.grid_bits = tuple(total_bits // 3 + (1 if axis < total_bits % 3 else 0) for axis in range(3))
+        cell, self.grid_bits = grid_layout(model)
         self.particles.set_grid(cell, self.grid_bits)
-        self.sorter = BucketSorter(n, (1 << total_bits) + 1)  # the last bucket holds the inactive slots
+        self.sorter = BucketSorter(n, (1 << sum(self.grid_bits)) + 1)  # the last bucket holds the inactive slots
         self.pos_sorted = self.cp.zeros((max(n, 1), 4), self.cp.float32)
         module = raw_module("grid.cu", defines=(f"GRID_FORCES_MIN_BLOCKS={FORCES_MIN_BLOCKS}",))
         self._keys = module.get_function("grid_keys")

@@ -198,6 +198,47 @@ def check_friction_model(physics, colliders=None) -> None:
                          f"'{model}' with non-zero friction; set friction_model = 'damper' or use the cpu backend.")
 
 
+#: The array fields of ``DemParams``, in the header's order.
+DEM_PARAMS_ARRAYS = ("pos", "vel", "force", "info", "beta", "mu", "wall_beta", "wall_mu", "field_table",
+                     "field_grid", "diag")
+
+
+def fill_dem_params(record, arrays: dict, model: Model, *, field_count: int, pointer, **extra) -> None:
+    """Fill one ``DEM_PARAMS_DTYPE`` record.
+
+    Args:
+        record: The record (a numpy void of ``DEM_PARAMS_DTYPE``).
+        arrays: The arrays named in ``DEM_PARAMS_ARRAYS`` (device arrays on the GPU, numpy arrays in the
+            host build of the kernels).
+        model: The static model (physics constants, particle count).
+        field_count: Rows of the field table.
+        pointer: Address of one of ``arrays``.
+        extra: Further fields (the grid's).
+    """
+    physics = model.physics
+    for name in DEM_PARAMS_ARRAYS:
+        record[name] = pointer(arrays[name])
+    record["lo"] = physics.domain.lo
+    record["hi"] = physics.domain.hi
+    record["stiffness"] = physics.stiffness
+    record["dt"] = physics.dt
+    record["speed_limit2"] = physics.speed_limit ** 2
+    record["particle_count"] = model.particle_count
+    record["material_count"] = len(physics.materials)
+    record["field_count"] = field_count
+    record["wall_mask"] = int(sum(int(bit) << side for side, bit in enumerate(physics.domain.wall_mask())))
+    for name, value in extra.items():
+        record[name] = value
+
+
+def grid_fields(cell_size: float, grid_bits: tuple[int, int, int]) -> dict:
+    """The grid fields of ``DemParams``: cell edge [m], cells folded onto 2^bits per axis (x, y, z)."""
+    if min(grid_bits) < 2:
+        raise ValueError("every grid_bits must be at least 2 (27 distinct buckets around a cell)")
+    return dict(cell_size=cell_size, inv_cell_size=1.0 / cell_size, table_mask=(1 << sum(grid_bits)) - 1,
+                grid_bits_x=grid_bits[0], grid_bits_y=grid_bits[1], grid_bits_z=grid_bits[2])
+
+
 def blocks(count: int) -> tuple[int]:
     return (max((count + BLOCK - 1) // BLOCK, 1),)
 
@@ -301,33 +342,14 @@ class DeviceParticles:
         self._fill_params()
 
     def _fill_params(self, **extra) -> None:
-        physics = self.model.physics
-        p = self.host_params[0]
-        for name, array in (("pos", self.pos), ("vel", self.vel), ("force", self.force), ("info", self.info),
-                            ("beta", self.beta), ("mu", self.mu), ("wall_beta", self.wall_beta),
-                            ("wall_mu", self.wall_mu), ("field_table", self.field_table),
-                            ("field_grid", self.field_grid), ("diag", self.diag)):
-            p[name] = array.data.ptr
-        p["lo"] = physics.domain.lo
-        p["hi"] = physics.domain.hi
-        p["stiffness"] = physics.stiffness
-        p["dt"] = physics.dt
-        p["speed_limit2"] = physics.speed_limit ** 2
-        p["particle_count"] = self.particle_count
-        p["material_count"] = len(physics.materials)
-        p["field_count"] = self.field_count
-        p["wall_mask"] = int(sum(int(bit) << side for side, bit in enumerate(physics.domain.wall_mask())))
-        for name, value in extra.items():
-            p[name] = value
+        arrays = {name: getattr(self, name) for name in DEM_PARAMS_ARRAYS}
+        fill_dem_params(self.host_params[0], arrays, self.model, field_count=self.field_count,
+                        pointer=lambda a: a.data.ptr, **extra)
         self.params.set(self.host_params.view(np.uint8))
 
     def set_grid(self, cell_size: float, grid_bits: tuple[int, int, int]) -> None:
         """Grid of the CUDA grid backend: cell edge [m], cells folded onto 2^bits per axis (x, y, z)."""
-        if min(grid_bits) < 2:
-            raise ValueError("every grid_bits must be at least 2 (27 distinct buckets around a cell)")
-        self._fill_params(cell_size=cell_size, inv_cell_size=1.0 / cell_size,
-                          table_mask=(1 << sum(grid_bits)) - 1, grid_bits_x=grid_bits[0],
-                          grid_bits_y=grid_bits[1], grid_bits_z=grid_bits[2])
+        self._fill_params(**grid_fields(cell_size, grid_bits))
 
     def upload(self, state: State) -> None:
         """Copy ``state`` to the device in model order (slot k = particle k); synchronous."""

@@ -7,9 +7,10 @@ with ``ALLOW_UPDATE``. Each step, on the GPU and without a host synchronisation:
    ``physics.rebuild_interval`` steps the slots are first reordered along a Morton curve (coherent
    rays) and the GAS is rebuilt from scratch;
 2. detect: a point ray from every centre (tmin 0, a tiny tmax) walks the BVH; the intersection
-   program tests |c_i − c_j| ≤ r_i + r_j, resolves each pair once (from the smaller sphere, the
-   smaller slot on ties) and accumulates the contact forces with atomics; it never reports an
-   intersection, so any-hit and closest-hit never run;
+   program tests |c_i − c_j| ≤ r_i + r_j and collects the partners the ray owns (from the smaller
+   sphere, the smaller slot on ties), each once even when OptiX runs it twice for one primitive; the
+   ray-generation program resolves them in slot order and adds the partners' shares with atomics.
+   It never reports an intersection, so any-hit and closest-hit never run;
 3. update: walls, fields and semi-implicit Euler (kernels/dem_common.cu ``dem_integrate``).
 
 Refitting keeps the proxies exact, so the contacts are exact every step; rebuilding only restores
