@@ -4,9 +4,9 @@
 // centre, tests |c_i − c_j| ≤ r_i + r_j and keeps the partners the ray owns; it never reports an
 // intersection, so any-hit and closest-hit never run. The ray-generation program then resolves them.
 //
-// Duplicate rule: a touching pair satisfies |c_i − c_j| ≤ r_i + r_j ≤ 2·max(r_i, r_j), so the smaller
-// sphere's centre always lies in the larger sphere's proxy; the pair is resolved from the smaller
-// sphere's ray, and when both radii are equal (both rays find it) from the smaller slot's.
+// Duplicate rule: a touching pair is resolved from its owner's ray (dem_owns in kernels/dem_math.cuh: the
+// smaller sphere, whose centre always lies in the larger sphere's proxy; the smaller model index when
+// both radii are equal and both rays find it). The owner keeps the pair's tangential spring.
 //
 // Duplicate invocations: OptiX may run an intersection program more than once for the same primitive
 // and ray (the programming guide says so for custom primitives), so the intersection program only
@@ -34,10 +34,6 @@ struct OptixDemPartners {
     int slot[OPTIX_DEM_BATCH];
 };
 
-__device__ __forceinline__ bool optix_dem_owns(int i, float ri, int j, float rj) {
-    return ri < rj || (ri == rj && i < j);
-}
-
 // Adds partner j to the list unless it is there already; keeps the OPTIX_DEM_BATCH smallest.
 __device__ __forceinline__ void optix_dem_collect(OptixDemPartners& q, int j) {
     if (j <= q.after) return;
@@ -58,7 +54,15 @@ __device__ __forceinline__ void optix_dem_collect(OptixDemPartners& q, int j) {
 extern "C" __global__ void __raygen__dem() {
     const int i = (int)optixGetLaunchIndex().x;
     const DemParams& P = params.dem;
-    if (i >= P.particle_count || !(P.info[i] & DEM_INFO_ACTIVE)) return;
+    if (i >= P.particle_count) return;
+    const int model_i = P.slot_to_model[i];
+    const bool springs = P.spring_model && params.mode == 0;
+    const int parity = springs ? *P.spring_parity : 0;
+    DemSpringWriter kept = {springs ? dem_spring_row(P, parity ^ 1, model_i) : nullptr, 0};
+    if (!(P.info[i] & DEM_INFO_ACTIVE)) {
+        if (springs) dem_spring_close(kept);
+        return;
+    }
     const float4 pi = P.pos[i];
     const float4 vi = P.vel[i];
     const unsigned int info_i = P.info[i];
@@ -83,7 +87,16 @@ extern "C" __global__ void __raygen__dem() {
                 if (slot < params.pair_capacity) params.pairs[slot] = make_int2(i, j);
                 continue;
             }
-            const float3 f = dem_pair_force(P, pair, vi, P.vel[j], info_i, P.info[j], i < j ? 1.0f : -1.0f);
+            const int model_j = P.slot_to_model[j];
+            const float tie = model_i < model_j ? 1.0f : -1.0f;
+            float3 f;
+            if (springs) {  // the ray's particle owns the pair: its row holds the spring
+                float3 spring = dem_spring_find(dem_spring_row(P, parity, model_i), model_j);
+                f = dem_pair_force(P, pair, vi, P.vel[j], info_i, P.info[j], tie, &spring);
+                dem_spring_keep(P, kept, model_j, spring);
+            } else {
+                f = dem_pair_force(P, pair, vi, P.vel[j], info_i, P.info[j], tie);
+            }
             sum.x += f.x;
             sum.y += f.y;
             sum.z += f.z;
@@ -94,6 +107,7 @@ extern "C" __global__ void __raygen__dem() {
         }
         if (q.count > 0) q.after = q.slot[q.count - 1];
     } while (q.more);
+    if (springs) dem_spring_close(kept);
     if (params.mode == 0) {
         float* out = &P.force[i].x;
         atomicAdd(out, sum.x);
@@ -109,7 +123,7 @@ extern "C" __global__ void __intersection__dem() {
     const DemParams& P = params.dem;
     const float4 pi = P.pos[i];
     const float4 pj = P.pos[j];
-    if (!optix_dem_owns(i, pi.w, j, pj.w)) return;
+    if (!dem_owns(P.slot_to_model[i], pi.w, P.slot_to_model[j], pj.w)) return;
     if (!(P.info[j] & DEM_INFO_ACTIVE)) return;
     DemPair pair;
     if (!dem_touch(pi, pj, pair)) return;

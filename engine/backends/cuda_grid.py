@@ -46,6 +46,8 @@ class BackendCudaGrid(BackendGpu):
     """Hashed-grid DEM on an NVIDIA GPU through CuPy. See the module docstring."""
 
     name = "cuda"
+    #: The next rebuild starts from model order (begin_frame; set_state uploads in model order).
+    canonical_reorder = False
 
     def __init__(self, model: Model):
         super().__init__(model)
@@ -70,7 +72,11 @@ class BackendCudaGrid(BackendGpu):
         return f"cuda (grid, {name}, sm_{major}{minor}, CuPy {self.cp.__version__})"
 
     def begin_frame(self) -> None:
-        """Nothing to do: the grid is rebuilt every step (kept for the bake loop's interface)."""
+        """At a frame boundary: the next step reorders the slots from model order, as a bake resumed
+        from this frame does after ``set_state``, so that resuming is bit-exact (the grid sums each
+        particle's forces in slot order within a bucket)."""
+        self.canonical_reorder = True
+        self.needs_rebuild = True
 
     def _bucket(self) -> None:
         """Hash every slot into its cell's bucket and sort the slots by bucket."""
@@ -82,6 +88,9 @@ class BackendCudaGrid(BackendGpu):
     def _build(self, rebuild: bool) -> None:
         """Reorder the slots along the Morton curve when ``rebuild``; bucket them into the grid."""
         if rebuild:
+            if self.canonical_reorder:
+                self.particles.restore_model_order()
+                self.canonical_reorder = False
             self.particles.morton_reorder()
         self._bucket()
 

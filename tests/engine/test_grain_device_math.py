@@ -23,8 +23,8 @@ import pytest
 
 from engine.backends.cpu import BackendCpu
 from engine.backends.cuda_grid import grid_layout
-from engine.backends.gpu_runtime import (DEM_PARAMS_DTYPE, INFO_ACTIVE, INFO_MATERIAL_SHIFT, KERNEL_DIR,
-                                        OPTIX_DEM_PARAMS_DTYPE, fill_dem_params, grid_fields)
+from engine.backends.gpu_runtime import (DEM_PARAMS_DTYPE, INFO_ACTIVE, INFO_MATERIAL_SHIFT, INT_MAX, KERNEL_DIR,
+                                        OPTIX_DEM_PARAMS_DTYPE, SPRING_SLOTS, fill_dem_params, grid_fields)
 from engine.backends.optix_pipeline import RAY_TMAX_FRACTION
 from engine.contact_law import contact_force, pair_tables, wall_tables
 from engine.model import Domain, Material, Physics, build_model
@@ -44,7 +44,8 @@ STATES = ["uniform polydisperse", "ratio 120:1", "clusters", "coincident centres
 def _build(out: Path, batch: int):
     result = subprocess.run(
         [NVCC, "-x", "c++", "-std=c++17", "-O2", "-shared", "-Xcompiler", "-fPIC,-ffp-contract=off,-Wall,-Werror",
-         f"-I{NATIVE / 'optix_emulated'}", f"-I{KERNEL_DIR}", f"-DOPTIX_DEM_BATCH={batch}", "-o", str(out),
+         f"-I{NATIVE / 'optix_emulated'}", f"-I{KERNEL_DIR}", f"-DOPTIX_DEM_BATCH={batch}",
+         f"-DDEM_SPRING_SLOTS={SPRING_SLOTS}", "-o", str(out),
          str(NATIVE / "grain_host.cpp")],
         capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
@@ -54,7 +55,9 @@ def _build(out: Path, batch: int):
                                 ("grid_forces_host", [p, p, p, p], None),
                                 ("grid_pairs_host", [p, p, p, p, p, p, ctypes.c_uint], None),
                                 ("dem_proxy_aabbs_host", [p, p], None),
-                                ("optix_dem_launch_host", [p, p, ctypes.c_int], ctypes.c_longlong)):
+                                ("optix_dem_launch_host", [p, p, ctypes.c_int], ctypes.c_longlong),
+                                ("dem_integrate_host", [p, ctypes.c_float, ctypes.c_float, ctypes.c_float, ctypes.c_int],
+                                 None)):
         getattr(library, name).argtypes = args
         getattr(library, name).restype = restype
     return library
@@ -86,7 +89,11 @@ class HostGrains:
         self.arrays = dict(pos=self.pos, vel=self.vel, force=self.force, info=self.info,
                            beta=np.ascontiguousarray(beta.ravel()), mu=np.ascontiguousarray(mu.ravel()),
                            wall_beta=wall_beta, wall_mu=wall_mu, field_table=np.zeros(16, np.float32),
-                           field_grid=np.zeros(1, np.float32), diag=np.zeros(4, np.int32))
+                           field_grid=np.zeros(1, np.float32), diag=np.array([INT_MAX, INT_MAX, 0, 0], np.int32),
+                           springs=np.zeros((2 * n * SPRING_SLOTS + 1, 4), np.float32),
+                           wall_springs=np.zeros((6 * n + 1, 4), np.float32),
+                           slot_to_model=np.arange(n, dtype=np.int32), spring_parity=np.zeros(1, np.int32))
+        self.arrays["springs"].view(np.int32)[:, 3] = -1
         self.cell, self.grid_bits = grid_layout(model)
         self.params = np.zeros(1, DEM_PARAMS_DTYPE)
         fill_dem_params(self.params[0], self.arrays, model, field_count=0, pointer=lambda a: a.ctypes.data,

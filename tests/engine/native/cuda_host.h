@@ -20,6 +20,11 @@ inline double __dmul_rn(double a, double b) { return a * b; }
 inline unsigned int __float_as_uint(float f) { unsigned int u; std::memcpy(&u, &f, 4); return u; }
 inline float __uint_as_float(unsigned int u) { float f; std::memcpy(&f, &u, 4); return f; }
 inline int __float_as_int(float f) { int u; std::memcpy(&u, &f, 4); return u; }
+inline float __int_as_float(int u) { float f; std::memcpy(&f, &u, 4); return f; }
+inline int atomicAdd(int* a, int v) { const int old = *a; *a += v; return old; }
+inline int atomicMin(int* a, int v) { const int old = *a; if (v < old) *a = v; return old; }
+inline int atomicMax(int* a, int v) { const int old = *a; if (v > old) *a = v; return old; }
+using std::isfinite;
 inline unsigned int atomicAdd(unsigned int* a, unsigned int v) { const unsigned int old = *a; *a += v; return old; }
 inline float atomicAdd(float* a, float v) { const float old = *a; *a += v; return old; }
 inline int min(int a, int b) { return a < b ? a : b; }

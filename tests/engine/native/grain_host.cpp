@@ -1,8 +1,9 @@
-// Host build of the grain kernels for tests/engine/test_grain_device_math.py: kernels/grid.cu and
-// kernels/optix_dem.cu themselves, their CUDA built-ins defined in cuda_host.h and OptiX's traversal
+// Host build of the grain kernels for tests/engine/test_grain_device_math.py: kernels/grid.cu,
+// kernels/optix_dem.cu and the per-slot update of kernels/dem_integrate.cuh themselves, their CUDA built-ins defined in cuda_host.h and OptiX's traversal
 // emulated in optix_emulated/optix.h. The launch structs are filled from Python with the host mirrors
 // of engine/backends/gpu_runtime.py, so a layout mismatch fails here too.
 #include "cuda_host.h"
+#include "dem_integrate.cuh"
 #include "grid.cu"
 #include "optix_dem.cu"
 
@@ -41,4 +42,9 @@ extern "C" long long optix_dem_launch_host(const OptixDemParams* launch, const f
         __raygen__dem();
     }
     return optix_emulated_calls;
+}
+
+// dem_integrate (kernels/dem_common.cu) over every slot.
+extern "C" void dem_integrate_host(const DemParams* params, float ax, float ay, float az, int step) {
+    for (int i = 0; i < params->particle_count; ++i) dem_integrate_slot(*params, ax, ay, az, step, i);
 }
