@@ -77,6 +77,7 @@ class BackendCudaGrid(BackendGpu):
         particle's forces in slot order within a bucket)."""
         self.canonical_reorder = True
         self.needs_rebuild = True
+        self.particles.round_to_world()
 
     def _bucket(self) -> None:
         """Hash every slot into its cell's bucket and sort the slots by bucket."""

@@ -25,6 +25,7 @@ import numpy as np
 from ..contact_law import TANGENTIAL_STIFFNESS_RATIO, pair_tables, wall_tables
 from ..errors import MochiError, SimulationDiverged
 from ..fields import pack_fields, uniform_acceleration
+from ..local_origin import local_origin, local_to_world, round_to_world, shift_field_table, world_to_local
 from ..model import Model
 from ..resources import data_dir
 from ..state import State
@@ -228,8 +229,9 @@ def fill_dem_params(record, arrays: dict, model: Model, *, field_count: int, poi
     physics = model.physics
     for name in DEM_PARAMS_ARRAYS:
         record[name] = pointer(arrays[name])
-    record["lo"] = physics.domain.lo
-    record["hi"] = physics.domain.hi
+    origin = local_origin(physics.domain.lo, physics.domain.hi)  # the kernels work in local coordinates
+    record["lo"] = np.asarray(physics.domain.lo, np.float64) - origin
+    record["hi"] = np.asarray(physics.domain.hi, np.float64) - origin
     record["stiffness"] = physics.stiffness
     record["dt"] = physics.dt
     record["speed_limit2"] = physics.speed_limit ** 2
@@ -330,7 +332,11 @@ class DeviceParticles:
         beta, mu = pair_tables(physics.materials)
         wall_beta, wall_mu = wall_tables(physics.materials, physics.domain.wall_restitution,
                                          physics.domain.wall_friction)
+        self.origin = local_origin(physics.domain.lo, physics.domain.hi)
+        if model.colliders is not None:
+            model.colliders.set_origin(self.origin)
         table, grid = pack_fields(physics.fields)
+        table = shift_field_table(table, self.origin, physics.fields)
         self.beta = cupy.asarray(beta, cupy.float32).ravel()
         self.mu = cupy.asarray(mu, cupy.float32).ravel()
         self.wall_beta = cupy.asarray(wall_beta, cupy.float32)
@@ -375,7 +381,7 @@ class DeviceParticles:
         m = self.model
         n = self.particle_count
         host_pos = np.empty((n, 4), np.float32)
-        host_pos[:, :3] = state.positions
+        host_pos[:, :3] = world_to_local(state.positions, self.origin)
         host_pos[:, 3] = m.radius
         host_vel = np.empty((n, 4), np.float32)
         host_vel[:, :3] = state.velocities
@@ -404,7 +410,7 @@ class DeviceParticles:
         pos[self.slot_to_model] = self.pos
         vel[self.slot_to_model] = self.vel
         info[self.slot_to_model] = self.info
-        state = State(np.ascontiguousarray(pos[:, :3].get()), np.ascontiguousarray(vel[:, :3].get()),
+        state = State(local_to_world(pos[:, :3].get(), self.origin), np.ascontiguousarray(vel[:, :3].get()),
                       (info.get() & INFO_ACTIVE).astype(np.uint8), self.step_index)
         self.check()
         return state
@@ -497,6 +503,14 @@ class DeviceParticles:
             scratch[order] = array
             array[...] = scratch
         self.slot_to_model[:] = self.cp.arange(self.particle_count, dtype=self.cp.int32)
+
+    def round_to_world(self) -> None:
+        """Round local positions to what a cache frame holds (engine.local_origin; at frame boundaries,
+        so that a bake resumed from a frame continues from the same bits); synchronous."""
+        if self.origin.any():
+            host = self.pos.get()
+            host[:, :3] = round_to_world(host[:, :3], self.origin)
+            self.pos.set(host)
 
     def slots_to_model_pairs(self, slot_pairs) -> np.ndarray:
         """Model-index pairs (i < j), int32 (P, 2), rows sorted, from slot pairs (cupy int32 (P, 2))."""

@@ -85,7 +85,9 @@ class BackendOptix(BackendGpu):
         self.params.set(self.host_params.view(np.uint8))
 
     def begin_frame(self) -> None:
-        """Nothing to do: refitting keeps the contacts exact (kept for the bake loop's interface)."""
+        """Round local positions to the cache frame's (engine.local_origin); refitting keeps the contacts
+        exact, so the GAS needs nothing."""
+        self.particles.round_to_world()
 
     def _update_gas(self, rebuild: bool) -> None:
         """Move the proxies to the particles and refit (or rebuild) the GAS; asynchronous."""
