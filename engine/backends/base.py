@@ -59,6 +59,8 @@ class Backend(abc.ABC):
 
     #: Name used on the command line and in Blender ('cpu', 'cuda', 'optix').
     name: str = ""
+    #: Whether the same input gives the same bits (reruns, and bakes resumed from a cached frame).
+    deterministic: bool = True
 
     def __init__(self, model: Model):
         self.model = model

@@ -19,6 +19,9 @@ from __future__ import annotations
 import abc
 
 from .base import Backend, StepTimings
+from .gpu_failure import gpu_failure_sentence
+from .gpu_runtime import GpuUnavailable
+from ..errors import MochiError
 from ..state import State
 
 
@@ -67,6 +70,14 @@ class BackendGpu(Backend):
             p.set_springs(rows)
 
     def step(self, count: int) -> StepTimings:
+        try:
+            return self._step(count)
+        except MochiError:
+            raise
+        except Exception as exc:  # out of memory, a driver or OptiX error: one sentence, frames kept
+            raise GpuUnavailable(gpu_failure_sentence(self.name, exc, doing="failed during a step")) from exc
+
+    def _step(self, count: int) -> StepTimings:
         physics = self.model.physics
         p = self.particles
         timer = self.timer

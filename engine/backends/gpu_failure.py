@@ -44,8 +44,9 @@ def _kind(exc: BaseException) -> str:
     return "other"
 
 
-def gpu_failure_sentence(backend: str, exc: BaseException) -> str:
-    """One sentence saying why ``backend`` ('cuda' or 'optix') could not start, from the exception.
+def gpu_failure_sentence(backend: str, exc: BaseException, *, doing: str = "could not start") -> str:
+    """One sentence saying why ``backend`` ('cuda' or 'optix') could not start (or, with ``doing``,
+    what else it failed at), from the exception.
 
     A ``MochiError`` (a GPU or package missing, physics the kernels do not implement) already is
     such a sentence and is returned as it is.
@@ -67,7 +68,7 @@ def gpu_failure_sentence(backend: str, exc: BaseException) -> str:
         reason = f"the CUDA driver reported an error ({detail})"
     else:
         reason = f"{type(exc).__name__}: {detail}"
-    return f"The {backend} backend could not start: {reason}."
+    return f"The {backend} backend {doing}: {reason}."
 
 
 def start_gpu_backend(backend: str, factory, model):

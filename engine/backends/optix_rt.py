@@ -34,6 +34,9 @@ class BackendOptix(BackendGpu):
     """The paper's ray-traced DEM through OptiX (pyoptix-contrib) and CuPy. See the module docstring."""
 
     name = "optix"
+    #: Float atomics sum the partners' forces in the order the rays finish: reruns and resumed bakes
+    #: agree to float32 rounding, not bit for bit.
+    deterministic = False
 
     def __init__(self, model: Model):
         super().__init__(model)

@@ -144,3 +144,28 @@ def test_self_check_comparison_catches_missing_and_repeated_pairs():
     doubled = doubled[np.lexsort((doubled[:, 1], doubled[:, 0]))]
     passed, reason = compare_contacts(pairs, doubled)
     assert not passed and "2 listed twice" in reason
+
+
+def test_a_gpu_failure_during_a_step_is_one_sentence():
+    """What a GPU backend's step raises from CuPy or OptiX (out of memory, a driver error) reaches the
+    bake as one sentence; the step loop itself is the real one (engine.backends.gpu_backend)."""
+    from engine.backends.gpu_backend import BackendGpu
+
+    class FailingGpu(BackendGpu):
+        name = "cuda"
+
+        def _step(self, count):
+            raise OutOfMemoryError("Out of memory allocating 1,073,741,824 bytes (allocated so far: 0 bytes).")
+
+        def _build(self, rebuild):
+            pass
+
+        def _detect(self):
+            pass
+
+        def contact_pairs(self):
+            return np.zeros((0, 2), np.int32)
+
+    with pytest.raises(GpuUnavailable) as info:
+        FailingGpu(_model()).step(1)
+    assert str(info.value).startswith("The cuda backend failed during a step: the GPU ran out of memory")
