@@ -8,6 +8,7 @@
 // either.
 #pragma once
 #include "../cuda_host.h"
+#include "../slab_test.h"
 
 typedef unsigned long long OptixTraversableHandle;
 #define OPTIX_RAY_FLAG_DISABLE_ANYHIT 1u
@@ -32,29 +33,6 @@ inline void optixSetPayload_0(unsigned int v) { optix_emulated_payload[0] = v; }
 inline void optixSetPayload_1(unsigned int v) { optix_emulated_payload[1] = v; }
 inline void optixSetPayload_2(unsigned int v) { optix_emulated_payload[2] = v; }
 
-// The segment origin + s·direction, s in [tmin, tmax], meets the box (slab test in double).
-inline bool optix_emulated_meets(float3 o, float3 d, float tmin, float tmax, const float* box) {
-    double enter = tmin, leave = tmax;
-    const double origin[3] = {o.x, o.y, o.z}, direction[3] = {d.x, d.y, d.z};
-    for (int axis = 0; axis < 3; ++axis) {
-        const double lo = box[axis], hi = box[3 + axis];
-        if (direction[axis] == 0.0) {
-            if (origin[axis] < lo || origin[axis] > hi) return false;
-            continue;
-        }
-        double t0 = (lo - origin[axis]) / direction[axis], t1 = (hi - origin[axis]) / direction[axis];
-        if (t0 > t1) {
-            const double swap = t0;
-            t0 = t1;
-            t1 = swap;
-        }
-        enter = t0 > enter ? t0 : enter;
-        leave = t1 < leave ? t1 : leave;
-        if (enter > leave) return false;
-    }
-    return true;
-}
-
 template <typename... Payload>
 inline void optixTrace(OptixTraversableHandle, float3 origin, float3 direction, float tmin, float tmax, float,
                        unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, Payload&... payload) {
@@ -62,7 +40,9 @@ inline void optixTrace(OptixTraversableHandle, float3 origin, float3 direction, 
     int k = 0;
     ((optix_emulated_payload[k++] = payload), ...);
     for (int t = optix_emulated_primitives - 1; t >= 0; --t) {
-        if (!optix_emulated_meets(origin, direction, tmin, tmax, optix_emulated_aabb + 6 * t)) continue;
+        const double d[3] = {direction.x, direction.y, direction.z};
+        const double o[3] = {origin.x + tmin * d[0], origin.y + tmin * d[1], origin.z + tmin * d[2]};
+        if (!segment_meets_box(o, d, (double)tmax - tmin, optix_emulated_aabb + 6 * t)) continue;
         for (int offer = 0; offer < optix_emulated_offers; ++offer) {
             optix_emulated_primitive = (unsigned int)t;
             ++optix_emulated_calls;
