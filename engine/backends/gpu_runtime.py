@@ -55,7 +55,7 @@ DEM_PARAMS_DTYPE = np.dtype({
     "formats": ["u8"] * 11 + [("f8", (3,)), ("f8", (3,)), "f4", "f4", "f4", "i4", "i4", "i4", "i4", "f4", "f4",
                               "u4", "u4", "u4", "u4"] + ["u8"] * 4 + ["i4", "f4"],
 }, align=True)
-#: Springs a particle's row holds (DEM_SPRING_SLOTS in kernels/dem_params.h, passed with -D).
+#: Springs a particle's row holds: DEM_SPRING_SLOTS in kernels/dem_params.h (a test checks they agree).
 SPRING_SLOTS = 16
 
 #: Host mirror of ``struct OptixDemParams`` (kernels/dem_params.h).
