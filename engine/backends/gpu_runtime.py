@@ -19,6 +19,7 @@ import hashlib
 import os
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -29,6 +30,9 @@ from ..local_origin import local_origin, local_to_world, round_to_world, shift_f
 from ..model import Model
 from ..resources import data_dir
 from ..state import State
+
+if TYPE_CHECKING:
+    from .gpu_springs import SpringRows
 
 #: Folder of the CUDA/OptiX sources.
 KERNEL_DIR = data_dir("kernels")

@@ -15,13 +15,13 @@ import numpy as np
 import pytest
 
 from engine.backends.cpu import BackendCpu
-from engine.backends.gpu_runtime import INFO_ACTIVE, KERNEL_DIR, SPRING_SLOTS, DIAG_SPRING_OVERFLOW
+from engine.backends.gpu_runtime import DIAG_SPRING_OVERFLOW, KERNEL_DIR, SPRING_SLOTS
 from engine.backends.gpu_springs import SpringRows, history_from_rows, owns, rows_from_history
 from engine.model import Domain, Gravity, Material, Physics, build_model
 from engine.state import make_state
 
-from .test_grain_device_math import BATCHES, HostGrains, _build, grid_run, optix_run  # noqa: F401
-from .test_grain_device_math import host_library  # noqa: F401  (the fixture)
+from .test_grain_device_math import HostGrains, grid_run, optix_run
+from .test_grain_device_math import host_library  # noqa: F401  (the fixture the tests below take)
 
 
 def test_spring_slots_match_the_header():
