@@ -1,67 +1,19 @@
 // Kernels shared by the CUDA grid and the OptiX backends: integration with walls and fields, the
 // deterministic bucket sort (used for the hashed grid and the Morton reorder), slot permutations and
 // the AABBs of the OptiX proxies. Launchers: engine/backends/gpu_runtime.py.
-#include "dem_math.cuh"
+#include "dem_integrate.cuh"
 
-// Wall contacts, fields, semi-implicit Euler, open-side exits, NaN/speed bookkeeping: the same
-// per-particle update as engine/backends/cpu_kernels.integrate. (ax, ay, az) is gravity plus the
-// uniform/rotating fields at t = step·dt [m/s²]; step is the global index of the step being taken.
+// Wall contacts, fields, semi-implicit Euler, open-side exits (dem_integrate_slot in
+// kernels/dem_integrate.cuh); step is the global index of the step being taken.
 extern "C" __global__ void dem_integrate(const DemParams* __restrict__ params, float ax, float ay, float az,
                                          int step) {
-    const DemParams& P = *params;
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= P.particle_count) return;
-    unsigned int info = P.info[i];
-    if (!(info & DEM_INFO_ACTIVE)) return;
-    const float4 p = P.pos[i];
-    const float4 v = P.vel[i];
-    const float4 f = P.force[i];
-    const int material = (int)(info >> DEM_INFO_MATERIAL_SHIFT);
-    const float m = v.w;
-    float fx = f.x, fy = f.y, fz = f.z;
-    const double pc[3] = {(double)p.x, (double)p.y, (double)p.z};
-    for (int side = 0; side < 6; ++side) {
-        if (!(P.wall_mask & (1 << side))) continue;
-        const int axis = side >> 1;
-        const bool low = (side & 1) == 0;
-        const double gap = low ? pc[axis] - P.lo[axis] : P.hi[axis] - pc[axis];
-        const double overlap = (double)p.w - gap;
-        if (overlap < 0.0) continue;
-        const float sign = low ? 1.0f : -1.0f;
-        const float3 w = dem_contact(axis == 0 ? sign : 0.0f, axis == 1 ? sign : 0.0f, axis == 2 ? sign : 0.0f,
-                                     (float)overlap, v.x, v.y, v.z, m, P.stiffness, P.wall_beta[material],
-                                     P.wall_mu[material]);
-        fx += w.x;
-        fy += w.y;
-        fz += w.z;
-    }
-    float3 g = make_float3(0.0f, 0.0f, 0.0f);
-    if (P.field_count > 0) g = dem_field_acceleration(P, p.x, p.y, p.z);
-    const double dt = (double)P.dt;
-    const double vx = (double)v.x + ((double)fx / m + (double)ax + (double)g.x) * dt;
-    const double vy = (double)v.y + ((double)fy / m + (double)ay + (double)g.y) * dt;
-    const double vz = (double)v.z + ((double)fz / m + (double)az + (double)g.z) * dt;
-    const float4 v_new = make_float4((float)vx, (float)vy, (float)vz, m);
-    // Positions advance with the float32-rounded velocity, as the CPU backend does.
-    const float4 p_new = make_float4((float)(pc[0] + (double)v_new.x * dt), (float)(pc[1] + (double)v_new.y * dt),
-                                     (float)(pc[2] + (double)v_new.z * dt), p.w);
-    P.vel[i] = v_new;
-    P.pos[i] = p_new;
-    const double speed2 = vx * vx + vy * vy + vz * vz;
-    if (!(isfinite(speed2) && isfinite(p_new.x + p_new.y + p_new.z))) {
-        atomicMin(P.diag + DEM_DIAG_FIRST_NAN_STEP, step + 1);
-        return;
-    }
-    if (speed2 > (double)P.speed_limit2) atomicMin(P.diag + DEM_DIAG_FIRST_FAST_STEP, step + 1);
-    atomicMax(P.diag + DEM_DIAG_MAX_SPEED2, __float_as_int((float)speed2));
-    const float pn[3] = {p_new.x, p_new.y, p_new.z};
-    for (int axis = 0; axis < 3; ++axis) {
-        if ((!(P.wall_mask & (1 << (2 * axis))) && (double)pn[axis] < P.lo[axis]) ||
-            (!(P.wall_mask & (1 << (2 * axis + 1))) && (double)pn[axis] > P.hi[axis])) {
-            info &= ~DEM_INFO_ACTIVE;
-        }
-    }
-    P.info[i] = info;
+    if (i < params->particle_count) dem_integrate_slot(*params, ax, ay, az, step, i);
+}
+
+// After the contact forces of a step: the springs they kept become the ones the next step reads.
+extern "C" __global__ void dem_flip_spring_parity(int* __restrict__ parity) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) *parity ^= 1;
 }
 
 // Morton key of every slot over the domain box, bits_per_axis ≤ 10 bits per axis; inactive slots get
@@ -203,29 +155,11 @@ extern "C" __global__ void gather_u32(const unsigned int* __restrict__ src, cons
     if (k < n) dst[k] = src[order[k]];
 }
 
-// AABBs of the OptiX proxies: a cube of edge 4·r (twice the radius), grown by a relative and an
-// absolute margin so float32 rounding of the box never loses a touching pair (the intersection
-// program's exact test removes the extra candidates). Inactive particles get an inverted (empty) box.
+// AABBs of the OptiX proxies (dem_proxy_aabb in kernels/dem_math.cuh).
 extern "C" __global__ void dem_proxy_aabbs(const DemParams* __restrict__ params, float* __restrict__ aabb) {
     const DemParams& P = *params;
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= P.particle_count) return;
-    const float4 p = P.pos[i];
-    float* box = aabb + 6 * i;
-    if (!(P.info[i] & DEM_INFO_ACTIVE)) {
-        box[0] = box[1] = box[2] = 1.0f;
-        box[3] = box[4] = box[5] = -1.0f;
-        return;
-    }
-    const float ax = fabsf(p.x), ay = fabsf(p.y), az = fabsf(p.z);
-    const float slack = 2.0f * p.w * 1.0e-4f + 4.0f * 1.1920929e-7f * fmaxf(ax, fmaxf(ay, az));
-    const float h = 2.0f * p.w + slack;
-    box[0] = p.x - h;
-    box[1] = p.y - h;
-    box[2] = p.z - h;
-    box[3] = p.x + h;
-    box[4] = p.y + h;
-    box[5] = p.z + h;
+    if (i < P.particle_count) dem_proxy_aabb(P, i, aabb + 6 * i);
 }
 
 // Writes one 64-bit value into device memory without a host copy (the OptiX traversable handle in

@@ -26,17 +26,48 @@ __device__ __forceinline__ bool dem_touch(const float4 a, const float4 b, DemPai
 
 // Force on i of the linear spring-dashpot with regularised Coulomb friction (engine.contact_law);
 // float32 arithmetic. n is the unit normal from j to i, overlap δ ≥ 0, dv = v_i − v_j.
+// With spring null the tangential force is the history-free capped dashpot ('damper'); otherwise
+// *spring is the tangential spring ξ [m] as seen from i, updated in place over dt [s] with stiffness
+// ratio k_t / k ('spring': static friction, engine/backends/cpu_kernels._contact, in the same order).
 __device__ __forceinline__ float3 dem_contact(float nx, float ny, float nz, float overlap,
                                                     float dvx, float dvy, float dvz, float m_eff,
-                                                    float stiffness, float beta, float mu) {
+                                                    float stiffness, float beta, float mu,
+                                                    float3* spring = nullptr, float dt = 0.0f,
+                                                    float tangential_ratio = 0.0f) {
     const float root = sqrtf(m_eff * stiffness);
     const float v_n = dvx * nx + dvy * ny + dvz * nz;
     const float f_n = stiffness * overlap - 2.0f * beta * root * v_n;
     float3 f = make_float3(f_n * nx, f_n * ny, f_n * nz);
     const float tx = dvx - v_n * nx, ty = dvy - v_n * ny, tz = dvz - v_n * nz;
+    const float cap = mu * fmaxf(f_n, 0.0f);
+    if (spring != nullptr) {
+        const float k_t = tangential_ratio * stiffness;
+        const float g_t = 2.0f * beta * sqrtf(m_eff * k_t);
+        const float along = spring->x * nx + spring->y * ny + spring->z * nz;  // keep ξ in the tangent plane
+        float sx = spring->x - along * nx + tx * dt;
+        float sy = spring->y - along * ny + ty * dt;
+        float sz = spring->z - along * nz + tz * dt;
+        float ftx = -k_t * sx - g_t * tx, fty = -k_t * sy - g_t * ty, ftz = -k_t * sz - g_t * tz;
+        const float magnitude = sqrtf(ftx * ftx + fty * fty + ftz * ftz);
+        if (magnitude > cap) {
+            const float scale = cap / magnitude;
+            ftx *= scale;
+            fty *= scale;
+            ftz *= scale;
+            // Sliding: shorten the spring so that it alone (with the dashpot) gives the capped force.
+            sx = -(ftx + g_t * tx) / k_t;
+            sy = -(fty + g_t * ty) / k_t;
+            sz = -(ftz + g_t * tz) / k_t;
+        }
+        *spring = make_float3(sx, sy, sz);
+        f.x += ftx;
+        f.y += fty;
+        f.z += ftz;
+        return f;
+    }
     const float speed_t = sqrtf(tx * tx + ty * ty + tz * tz);
     if (speed_t > 0.0f) {
-        const float f_t = fminf(2.0f * root * speed_t, mu * fmaxf(f_n, 0.0f)) / speed_t;
+        const float f_t = fminf(2.0f * root * speed_t, cap) / speed_t;
         f.x -= f_t * tx;
         f.y -= f_t * ty;
         f.z -= f_t * tz;
@@ -45,11 +76,12 @@ __device__ __forceinline__ float3 dem_contact(float nx, float ny, float nz, floa
 }
 
 // Force on particle i from touching particle j (p from dem_touch). Exactly antisymmetric: swapping i
-// and j negates every input that carries a direction, and IEEE negation is exact. Coincident centres
-// have no normal: ±x, with tie_sign = +1 on one side of the pair and −1 on the other.
+// and j negates every input that carries a direction (the spring too), and IEEE negation is exact.
+// Coincident centres have no normal: ±x, with tie_sign = +1 on one side of the pair and −1 on the other.
 __device__ __forceinline__ float3 dem_pair_force(const DemParams& P, const DemPair& p,
                                                  const float4 vi, const float4 vj,
-                                                 unsigned int info_i, unsigned int info_j, float tie_sign) {
+                                                 unsigned int info_i, unsigned int info_j, float tie_sign,
+                                                 float3* spring = nullptr) {
     const double dist = sqrt(p.d2);
     float nx = tie_sign, ny = 0.0f, nz = 0.0f;
     if (dist > 0.0) {
@@ -61,7 +93,58 @@ __device__ __forceinline__ float3 dem_pair_force(const DemParams& P, const DemPa
     const int k = mi * P.material_count + mj;
     const float m_eff = vi.w * vj.w / (vi.w + vj.w);
     return dem_contact(nx, ny, nz, (float)(p.reach - dist), vi.x - vj.x, vi.y - vj.y, vi.z - vj.z, m_eff,
-                       P.stiffness, P.beta[k], P.mu[k]);
+                       P.stiffness, P.beta[k], P.mu[k], spring, P.dt, P.tangential_ratio);
+}
+
+// The particle of a touching pair that owns it: the smaller sphere, the smaller model index on ties
+// (model indices, not slots, so that reordering never changes it). The owner keeps the pair's spring
+// (both backends) and resolves the pair (OptiX). A touching pair satisfies |c_i − c_j| ≤ r_i + r_j ≤
+// 2·max(r_i, r_j), so the owner's centre lies in the partner's OptiX proxy.
+__device__ __forceinline__ bool dem_owns(int model_i, float ri, int model_j, float rj) {
+    return ri < rj || (ri == rj && model_i < model_j);
+}
+
+// Row of springs of model index `model` in the half `parity` of DemParams::springs.
+__device__ __forceinline__ float4* dem_spring_row(const DemParams& P, int parity, int model) {
+    return P.springs + ((size_t)parity * (size_t)P.particle_count + (size_t)model) * DEM_SPRING_SLOTS;
+}
+
+// The spring kept for `partner` in `row`, zero if none (a new contact).
+__device__ __forceinline__ float3 dem_spring_find(const float4* row, int partner) {
+    for (int k = 0; k < DEM_SPRING_SLOTS; ++k) {
+        const float4 e = row[k];
+        const int p = __float_as_int(e.w);
+        if (p < 0) break;
+        if (p == partner) return make_float3(e.x, e.y, e.z);
+    }
+    return make_float3(0.0f, 0.0f, 0.0f);
+}
+
+// Writes one owner's row of springs for the next step.
+struct DemSpringWriter {
+    float4* row;
+    int count;
+};
+
+__device__ __forceinline__ void dem_spring_keep(const DemParams& P, DemSpringWriter& w, int partner, float3 s) {
+    if (w.count < DEM_SPRING_SLOTS) {
+        w.row[w.count++] = make_float4(s.x, s.y, s.z, __int_as_float(partner));
+    } else {
+        atomicAdd(P.diag + DEM_DIAG_SPRING_OVERFLOW, 1);
+    }
+}
+
+__device__ __forceinline__ void dem_spring_close(DemSpringWriter& w) {
+    if (w.count < DEM_SPRING_SLOTS) w.row[w.count] = make_float4(0.0f, 0.0f, 0.0f, __int_as_float(-1));
+}
+
+// The spring of the touching pair (slot i, slot j) as seen from i, from the springs the last step
+// kept: the owner's row holds it as seen from the owner.
+__device__ __forceinline__ float3 dem_pair_spring(const DemParams& P, int parity, int model_i, int model_j,
+                                                  bool i_owns) {
+    if (i_owns) return dem_spring_find(dem_spring_row(P, parity, model_i), model_j);
+    const float3 s = dem_spring_find(dem_spring_row(P, parity, model_j), model_i);
+    return make_float3(-s.x, -s.y, -s.z);
 }
 
 // Vortex and sampled fields at (x, y, z) [m/s²] (table layout in engine/fields.py).
@@ -135,4 +218,26 @@ __device__ __forceinline__ unsigned int dem_spread_bits(unsigned int v) {
     v = (v | (v << 4)) & 0x030c30c3u;
     v = (v | (v << 2)) & 0x09249249u;
     return v;
+}
+
+// AABB of slot i's OptiX proxy (lo xyz, hi xyz) [m]: a cube of edge 4·r (twice the radius), grown by a
+// relative and an absolute margin so float32 rounding of the box never loses a touching pair (the
+// intersection program's exact test removes the extra candidates). Inactive slots get an inverted
+// (empty) box.
+__device__ __forceinline__ void dem_proxy_aabb(const DemParams& P, int i, float* box) {
+    const float4 p = P.pos[i];
+    if (!(P.info[i] & DEM_INFO_ACTIVE)) {
+        box[0] = box[1] = box[2] = 1.0f;
+        box[3] = box[4] = box[5] = -1.0f;
+        return;
+    }
+    const float ax = fabsf(p.x), ay = fabsf(p.y), az = fabsf(p.z);
+    const float slack = 2.0f * p.w * 1.0e-4f + 4.0f * 1.1920929e-7f * fmaxf(ax, fmaxf(ay, az));
+    const float h = 2.0f * p.w + slack;
+    box[0] = p.x - h;
+    box[1] = p.y - h;
+    box[2] = p.z - h;
+    box[3] = p.x + h;
+    box[4] = p.y + h;
+    box[5] = p.z + h;
 }

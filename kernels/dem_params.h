@@ -9,6 +9,11 @@
 #include <vector_types.h>
 #endif
 
+// Springs a particle's row holds (DemParams::springs).
+#ifndef DEM_SPRING_SLOTS
+#define DEM_SPRING_SLOTS 16
+#endif
+
 // Bits of DemParams::info[slot].
 #define DEM_INFO_ACTIVE 1u
 #define DEM_INFO_MATERIAL_SHIFT 8
@@ -17,6 +22,7 @@
 #define DEM_DIAG_FIRST_NAN_STEP 0   // first step (1-based, after the update) with a NaN; INT_MAX if none
 #define DEM_DIAG_FIRST_FAST_STEP 1  // first step with a speed above the limit; INT_MAX if none
 #define DEM_DIAG_MAX_SPEED2 2       // largest speed² seen, as the bits of a non-negative float
+#define DEM_DIAG_SPRING_OVERFLOW 3  // contacts whose spring did not fit in their owner's row (kept none)
 #define DEM_DIAG_COUNT 4
 
 // Everything the contact, field and integration code reads; uploaded once per set_state.
@@ -47,6 +53,16 @@ struct DemParams {
     unsigned int grid_bits_x;   // bits of a cell's bucket along x (cells repeat every 2^grid_bits_x)
     unsigned int grid_bits_y;
     unsigned int grid_bits_z;
+    // Tangential springs (friction_model 'spring'), kept by model index so that reordering the slots
+    // never moves them. A pair's spring lives in its owner's row (dem_owns: the smaller sphere, the
+    // smaller model index on ties), as seen from the owner.
+    float4* springs;            // (2, n, DEM_SPRING_SLOTS): xyz [m], w = partner's model index as int bits
+                                // (−1 ends a row); the step reads half *spring_parity, writes the other
+    float4* wall_springs;       // (n, 6) spring of each wall side [m], w unused; zero without contact
+    const int* slot_to_model;   // (n,) model index of every slot
+    int* spring_parity;         // (1,) flipped after every step's contact forces
+    int spring_model;           // 1: tangential spring with history; 0: history-free damper
+    float tangential_ratio;     // k_t / k (engine.contact_law.TANGENTIAL_STIFFNESS_RATIO)
 };
 
 // OptiX launch parameters (kernels/optix_dem.cu, pipelineLaunchParamsVariableName "params").

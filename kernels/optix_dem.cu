@@ -1,37 +1,118 @@
 // Mochi's ray-traced contact detection (engine/backends/optix_rt.py). Every particle has a proxy: an
-// AABB of edge 4·r (twice its radius, kernels/dem_common.cu dem_proxy_aabbs). A point ray (tmin 0, a
+// AABB of edge 4·r (twice its radius, dem_proxy_aabb in kernels/dem_math.cuh). A point ray (tmin 0, a
 // tiny tmax) from every centre walks the BVH; the intersection program sees each proxy holding the
-// centre, tests |c_i − c_j| ≤ r_i + r_j and resolves the pair, never reporting an intersection, so
-// any-hit and closest-hit never run.
+// centre, tests |c_i − c_j| ≤ r_i + r_j and keeps the partners the ray owns; it never reports an
+// intersection, so any-hit and closest-hit never run. The ray-generation program then resolves them.
 //
-// Duplicate rule: a touching pair satisfies |c_i − c_j| ≤ r_i + r_j ≤ 2·max(r_i, r_j), so the smaller
-// sphere's centre always lies in the larger sphere's proxy; the pair is resolved from the smaller
-// sphere's ray, and when both radii are equal (both rays find it) from the smaller slot's.
+// Duplicate rule: a touching pair is resolved from its owner's ray (dem_owns in kernels/dem_math.cuh: the
+// smaller sphere, whose centre always lies in the larger sphere's proxy; the smaller model index when
+// both radii are equal and both rays find it). The owner keeps the pair's tangential spring.
+//
+// Duplicate invocations: OptiX may run an intersection program more than once for the same primitive
+// and ray (the programming guide says so for custom primitives), so the intersection program only
+// collects partners into a sorted list that keeps each slot once — the OPTIX_DEM_BATCH smallest
+// partner slots above ``after`` — and the forces are computed from that list. A ray with more partners
+// than fit is traced again for the next batch. The list does not depend on the traversal order, so
+// the owner's force sum is added up in increasing partner order.
 #include <optix.h>
 #include "dem_math.cuh"
+
+#ifndef OPTIX_DEM_BATCH
+#define OPTIX_DEM_BATCH 16
+#endif
 
 extern "C" {
 __constant__ OptixDemParams params;
 }
 
-__device__ __forceinline__ bool optix_dem_owns(int i, float ri, int j, float rj) {
-    return ri < rj || (ri == rj && i < j);
+// The partners one ray collects (in the ray-generation program's local memory; the intersection
+// program reaches it through a pointer carried in payloads 0 and 1).
+struct OptixDemPartners {
+    int after;                     // only slots above this one are collected (the previous batch's last)
+    int count;                     // partners in slot[], sorted increasing, each once
+    int more;                      // 1 when a partner above slot[OPTIX_DEM_BATCH − 1] was left for the next batch
+    int slot[OPTIX_DEM_BATCH];
+};
+
+// Adds partner j to the list unless it is there already; keeps the OPTIX_DEM_BATCH smallest.
+__device__ __forceinline__ void optix_dem_collect(OptixDemPartners& q, int j) {
+    if (j <= q.after) return;
+    int k = q.count;
+    while (k > 0 && q.slot[k - 1] > j) --k;
+    if (k > 0 && q.slot[k - 1] == j) return;  // offered again: keep one
+    if (k >= OPTIX_DEM_BATCH) {
+        q.more = 1;
+        return;
+    }
+    if (q.count == OPTIX_DEM_BATCH) q.more = 1;  // the last one drops out, for the next batch
+    const int last = q.count < OPTIX_DEM_BATCH ? q.count : OPTIX_DEM_BATCH - 1;
+    for (int m = last; m > k; --m) q.slot[m] = q.slot[m - 1];
+    q.slot[k] = j;
+    if (q.count < OPTIX_DEM_BATCH) ++q.count;
 }
 
 extern "C" __global__ void __raygen__dem() {
     const int i = (int)optixGetLaunchIndex().x;
     const DemParams& P = params.dem;
-    if (i >= P.particle_count || !(P.info[i] & DEM_INFO_ACTIVE)) return;
-    const float4 p = P.pos[i];
-    unsigned int fx = __float_as_uint(0.0f), fy = __float_as_uint(0.0f), fz = __float_as_uint(0.0f);
-    optixTrace(params.handle, make_float3(p.x, p.y, p.z), make_float3(1.0f, 0.0f, 0.0f), 0.0f, params.ray_tmax,
-               0.0f, OptixVisibilityMask(255), OPTIX_RAY_FLAG_DISABLE_ANYHIT | OPTIX_RAY_FLAG_DISABLE_CLOSESTHIT,
-               0, 1, 0, fx, fy, fz);
+    if (i >= P.particle_count) return;
+    const int model_i = P.slot_to_model[i];
+    const bool springs = P.spring_model && params.mode == 0;
+    const int parity = springs ? *P.spring_parity : 0;
+    DemSpringWriter kept = {springs ? dem_spring_row(P, parity ^ 1, model_i) : nullptr, 0};
+    if (!(P.info[i] & DEM_INFO_ACTIVE)) {
+        if (springs) dem_spring_close(kept);
+        return;
+    }
+    const float4 pi = P.pos[i];
+    const float4 vi = P.vel[i];
+    const unsigned int info_i = P.info[i];
+    float3 sum = make_float3(0.0f, 0.0f, 0.0f);
+    OptixDemPartners q;
+    q.after = -1;
+    do {
+        q.count = 0;
+        q.more = 0;
+        const unsigned long long address = reinterpret_cast<unsigned long long>(&q);
+        unsigned int hi = (unsigned int)(address >> 32), lo = (unsigned int)(address & 0xffffffffull);
+        optixTrace(params.handle, make_float3(pi.x, pi.y, pi.z), make_float3(1.0f, 0.0f, 0.0f), 0.0f,
+                   params.ray_tmax, 0.0f, OptixVisibilityMask(255),
+                   OPTIX_RAY_FLAG_DISABLE_ANYHIT | OPTIX_RAY_FLAG_DISABLE_CLOSESTHIT, 0, 1, 0, hi, lo);
+        for (int k = 0; k < q.count; ++k) {
+            const int j = q.slot[k];
+            const float4 pj = P.pos[j];
+            DemPair pair;
+            dem_touch(pi, pj, pair);  // true: the intersection program collected only touching partners
+            if (params.mode == 1) {
+                const unsigned int slot = atomicAdd(params.pair_count, 1u);
+                if (slot < params.pair_capacity) params.pairs[slot] = make_int2(i, j);
+                continue;
+            }
+            const int model_j = P.slot_to_model[j];
+            const float tie = model_i < model_j ? 1.0f : -1.0f;
+            float3 f;
+            if (springs) {  // the ray's particle owns the pair: its row holds the spring
+                float3 spring = dem_spring_find(dem_spring_row(P, parity, model_i), model_j);
+                f = dem_pair_force(P, pair, vi, P.vel[j], info_i, P.info[j], tie, &spring);
+                dem_spring_keep(P, kept, model_j, spring);
+            } else {
+                f = dem_pair_force(P, pair, vi, P.vel[j], info_i, P.info[j], tie);
+            }
+            sum.x += f.x;
+            sum.y += f.y;
+            sum.z += f.z;
+            float* out = &P.force[j].x;
+            atomicAdd(out, -f.x);
+            atomicAdd(out + 1, -f.y);
+            atomicAdd(out + 2, -f.z);
+        }
+        if (q.count > 0) q.after = q.slot[q.count - 1];
+    } while (q.more);
+    if (springs) dem_spring_close(kept);
     if (params.mode == 0) {
         float* out = &P.force[i].x;
-        atomicAdd(out, __uint_as_float(fx));
-        atomicAdd(out + 1, __uint_as_float(fy));
-        atomicAdd(out + 2, __uint_as_float(fz));
+        atomicAdd(out, sum.x);
+        atomicAdd(out + 1, sum.y);
+        atomicAdd(out + 2, sum.z);
     }
 }
 
@@ -42,25 +123,13 @@ extern "C" __global__ void __intersection__dem() {
     const DemParams& P = params.dem;
     const float4 pi = P.pos[i];
     const float4 pj = P.pos[j];
-    if (!optix_dem_owns(i, pi.w, j, pj.w)) return;
-    const unsigned int info_j = P.info[j];
-    if (!(info_j & DEM_INFO_ACTIVE)) return;
+    if (!dem_owns(P.slot_to_model[i], pi.w, P.slot_to_model[j], pj.w)) return;
+    if (!(P.info[j] & DEM_INFO_ACTIVE)) return;
     DemPair pair;
     if (!dem_touch(pi, pj, pair)) return;
-    if (params.mode == 1) {
-        const unsigned int k = atomicAdd(params.pair_count, 1u);
-        if (k < params.pair_capacity) params.pairs[k] = make_int2(i, j);
-        return;
-    }
-    const float3 f = dem_pair_force(P, pair, P.vel[i], P.vel[j], P.info[i], info_j, i < j ? 1.0f : -1.0f);
-    // The ray owner's share stays in the payload registers; the partner's goes out by atomics.
-    optixSetPayload_0(__float_as_uint(__uint_as_float(optixGetPayload_0()) + f.x));
-    optixSetPayload_1(__float_as_uint(__uint_as_float(optixGetPayload_1()) + f.y));
-    optixSetPayload_2(__float_as_uint(__uint_as_float(optixGetPayload_2()) + f.z));
-    float* out = &P.force[j].x;
-    atomicAdd(out, -f.x);
-    atomicAdd(out + 1, -f.y);
-    atomicAdd(out + 2, -f.z);
+    OptixDemPartners* q = reinterpret_cast<OptixDemPartners*>(((unsigned long long)optixGetPayload_0() << 32) |
+                                                              (unsigned long long)optixGetPayload_1());
+    optix_dem_collect(*q, j);
 }
 
 extern "C" __global__ void __miss__dem() {}

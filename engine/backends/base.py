@@ -59,6 +59,8 @@ class Backend(abc.ABC):
 
     #: Name used on the command line and in Blender ('cpu', 'cuda', 'optix').
     name: str = ""
+    #: Whether the same input gives the same bits (reruns, and bakes resumed from a cached frame).
+    deterministic: bool = True
 
     def __init__(self, model: Model):
         self.model = model
@@ -90,6 +92,15 @@ class Backend(abc.ABC):
         n = self.model.particle_count
         return (np.bincount(pairs[:, 0], minlength=n) + np.bincount(pairs[:, 1], minlength=n)).astype(np.int32)
 
-    def describe(self) -> str:
-        """One line naming the backend and its device, for logs and the UI."""
+    #: Why 'auto' did not start a faster backend (engine.backends.make_backend), or "".
+    selection_note: str = ""
+
+    def describe_device(self) -> str:
+        """The backend and its device (subclasses name the device, libraries and threads)."""
         return self.name
+
+    def describe(self) -> str:
+        """One line naming the backend and its device, for logs and the UI, with the reason when 'auto'
+        fell back from a faster backend (Blender's status line shows it)."""
+        text = self.describe_device()
+        return f"{text} — {self.selection_note}" if self.selection_note else text

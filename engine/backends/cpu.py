@@ -22,6 +22,7 @@ from .base import Backend, StepTimings
 from ..contact_law import pair_tables, wall_tables
 from ..errors import SimulationDiverged
 from ..fields import pack_fields, uniform_acceleration
+from ..local_origin import local_origin, local_to_world, round_to_world, shift_field_table, world_to_local
 from ..model import Model
 from ..state import State
 
@@ -99,10 +100,14 @@ class BackendCpu(Backend):
         self.beta, self.mu = pair_tables(physics.materials)
         self.wall_beta, self.wall_mu = wall_tables(physics.materials, physics.domain.wall_restitution,
                                                    physics.domain.wall_friction)
+        # Everything position-dependent in local coordinates (engine.local_origin).
+        self.origin = local_origin(physics.domain.lo, physics.domain.hi)
         self.field_table, self.field_grid = pack_fields(physics.fields)
-        self.field_table = self.field_table.astype(np.float64)
-        self.lo = np.asarray(physics.domain.lo, np.float64)
-        self.hi = np.asarray(physics.domain.hi, np.float64)
+        self.field_table = shift_field_table(self.field_table, self.origin, physics.fields).astype(np.float64)
+        self.lo = np.asarray(physics.domain.lo, np.float64) - self.origin
+        self.hi = np.asarray(physics.domain.hi, np.float64) - self.origin
+        if model.colliders is not None:
+            model.colliders.set_origin(self.origin)
         self.wall_mask = physics.domain.wall_mask()
         self.neighbors = NeighborListCpu(n)
         self.force = np.zeros((n, 3), np.float64)
@@ -121,13 +126,14 @@ class BackendCpu(Backend):
         self.r_min = float(model.radius.min())
         self.r_max = float(model.radius.max())
 
-    def describe(self) -> str:
+    def describe_device(self) -> str:
         import numba
 
         return f"cpu (numba {numba.__version__}, {numba.get_num_threads()} threads of {os.cpu_count()} cores)"
 
     def set_state(self, state: State) -> None:
         self.state = state.copy()
+        self.state.positions = world_to_local(state.positions, self.origin)
         self.needs_build = True
         self.neighbors = NeighborListCpu(self.model.particle_count)
         self.hist = np.zeros((0, 3), np.float64)
@@ -161,11 +167,16 @@ class BackendCpu(Backend):
             self.model.colliders.set_history(history)
 
     def get_state(self) -> State:
-        return self.state.copy()
+        state = self.state.copy()
+        state.positions = local_to_world(self.state.positions, self.origin)
+        return state
 
     def begin_frame(self) -> None:
-        """Force a rebuild at a frame boundary (see module docstring: exact resume)."""
+        """Force a rebuild at a frame boundary and round local positions to what the cache frame holds
+        (see the module docstring and engine.local_origin: exact resume)."""
         self.needs_build = True
+        if self.state is not None and self.origin.any():
+            self.state.positions[:] = round_to_world(self.state.positions, self.origin)
 
     def _acceleration(self, step: int) -> np.ndarray:
         physics = self.model.physics

@@ -33,10 +33,21 @@ BUCKETS_PER_PARTICLE = 2
 FORCES_MIN_BLOCKS = 1
 
 
+def grid_layout(model: Model) -> tuple[float, tuple[int, int, int]]:
+    """Cell edge [m] (2·r_max) and bits per axis (x, y, z) of the folded grid of ``model``: about
+    ``BUCKETS_PER_PARTICLE`` buckets per particle, at least 2^12."""
+    n = model.particle_count
+    total_bits = max(12, int(np.ceil(np.log2(max(BUCKETS_PER_PARTICLE * n, 2)))))
+    return 2.0 * float(model.radius.max()), tuple(total_bits // 3 + (1 if axis < total_bits % 3 else 0)
+                                                  for axis in range(3))
+
+
 class BackendCudaGrid(BackendGpu):
     """Hashed-grid DEM on an NVIDIA GPU through CuPy. See the module docstring."""
 
     name = "cuda"
+    #: The next rebuild starts from model order (begin_frame; set_state uploads in model order).
+    canonical_reorder = False
 
     def __init__(self, model: Model):
         super().__init__(model)
@@ -44,11 +55,9 @@ class BackendCudaGrid(BackendGpu):
         n = model.particle_count
         self.particles = DeviceParticles(model)
         self.colliders = DeviceColliders.for_model(self.particles)
-        cell = 2.0 * float(model.radius.max())
-        total_bits = max(12, int(np.ceil(np.log2(max(BUCKETS_PER_PARTICLE * n, 2)))))
-        self.grid_bits = tuple(total_bits // 3 + (1 if axis < total_bits % 3 else 0) for axis in range(3))
+        cell, self.grid_bits = grid_layout(model)
         self.particles.set_grid(cell, self.grid_bits)
-        self.sorter = BucketSorter(n, (1 << total_bits) + 1)  # the last bucket holds the inactive slots
+        self.sorter = BucketSorter(n, (1 << sum(self.grid_bits)) + 1)  # the last bucket holds the inactive slots
         self.pos_sorted = self.cp.zeros((max(n, 1), 4), self.cp.float32)
         module = raw_module("grid.cu", defines=(f"GRID_FORCES_MIN_BLOCKS={FORCES_MIN_BLOCKS}",))
         self._keys = module.get_function("grid_keys")
@@ -58,12 +67,17 @@ class BackendCudaGrid(BackendGpu):
         self.pair_capacity = max(16, 8 * n)
         self.timer = PhaseTimer(self.cp)
 
-    def describe(self) -> str:
+    def describe_device(self) -> str:
         name, (major, minor) = device_summary(self.cp)
         return f"cuda (grid, {name}, sm_{major}{minor}, CuPy {self.cp.__version__})"
 
     def begin_frame(self) -> None:
-        """Nothing to do: the grid is rebuilt every step (kept for the bake loop's interface)."""
+        """At a frame boundary: the next step reorders the slots from model order, as a bake resumed
+        from this frame does after ``set_state``, so that resuming is bit-exact (the grid sums each
+        particle's forces in slot order within a bucket)."""
+        self.canonical_reorder = True
+        self.needs_rebuild = True
+        self.particles.round_to_world()
 
     def _bucket(self) -> None:
         """Hash every slot into its cell's bucket and sort the slots by bucket."""
@@ -75,6 +89,9 @@ class BackendCudaGrid(BackendGpu):
     def _build(self, rebuild: bool) -> None:
         """Reorder the slots along the Morton curve when ``rebuild``; bucket them into the grid."""
         if rebuild:
+            if self.canonical_reorder:
+                self.particles.restore_model_order()
+                self.canonical_reorder = False
             self.particles.morton_reorder()
         self._bucket()
 

@@ -4,8 +4,9 @@ A step, queued on the GPU without a host synchronisation:
 
 1. build: ``_build(rebuild)``, with ``rebuild`` true at the first step after ``set_state`` and every
    ``physics.rebuild_interval`` steps (the backend's own structure: hashed grid or GAS);
-2. detect: ``_detect()`` leaves the grain–grain contact forces in the slots' forces, then the mesh
-   colliders add theirs;
+2. detect: ``_detect()`` leaves the grain–grain contact forces in the slots' forces (with
+   friction_model 'spring', evolving the tangential springs kept by model index, see
+   engine.backends.gpu_springs), then the mesh colliders add theirs;
 3. update: walls, fields and semi-implicit Euler (``DeviceParticles.integrate``), then the colliders'
    swept test at the end of the step.
 
@@ -18,6 +19,9 @@ from __future__ import annotations
 import abc
 
 from .base import Backend, StepTimings
+from .gpu_failure import gpu_failure_sentence
+from .gpu_runtime import GpuUnavailable
+from ..errors import MochiError
 from ..state import State
 
 
@@ -28,6 +32,8 @@ class BackendGpu(Backend):
 
     needs_rebuild = True
     steps_since_rebuild = 0
+    #: Springs of a restored history that did not fit in their owner's row (set_contact_history).
+    springs_dropped = 0
 
     @abc.abstractmethod
     def _build(self, rebuild: bool) -> None:
@@ -46,7 +52,32 @@ class BackendGpu(Backend):
     def get_state(self) -> State:
         return self.particles.download()
 
+    def get_contact_history(self) -> dict:
+        """Tangential springs of the grains and walls in the CPU backend's format (engine.backends.cpu),
+        for resume; empty without springs. Mesh-collider contacts keep none on the GPU."""
+        from .gpu_springs import SpringRows, history_from_rows
+
+        p = self.particles
+        return history_from_rows(p.get_springs() if p.springs_on else SpringRows.empty(p.particle_count))
+
+    def set_contact_history(self, history: dict) -> None:
+        """Restore what ``get_contact_history`` (of any backend) returned; call after ``set_state``."""
+        from .gpu_springs import rows_from_history
+
+        p = self.particles
+        if p.springs_on:
+            rows, self.springs_dropped = rows_from_history(history, self.model.radius)
+            p.set_springs(rows)
+
     def step(self, count: int) -> StepTimings:
+        try:
+            return self._step(count)
+        except MochiError:
+            raise
+        except Exception as exc:  # out of memory, a driver or OptiX error: one sentence, frames kept
+            raise GpuUnavailable(gpu_failure_sentence(self.name, exc, doing="failed during a step")) from exc
+
+    def _step(self, count: int) -> StepTimings:
         physics = self.model.physics
         p = self.particles
         timer = self.timer
@@ -61,6 +92,7 @@ class BackendGpu(Backend):
                 timings.rebuilds += 1
             e1 = timer.event()
             self._detect()
+            p.flip_springs()
             if self.colliders is not None:
                 c0 = timer.event()
                 self.colliders.add_forces(p.step_index)

@@ -14,8 +14,8 @@ The per-grain code (kernels/collider_math.cuh) is the numba reference's line for
 precision, compiled without fused multiply-adds, so on the same grain state a GPU finds the CPU's
 contacts and each collider's force sum to the bit; trajectories still differ in the last bits because
 the grain–grain kernels work in float32 and the GPU adds the collider sums to a float32 force.
-Contacts use the history-free tangential law ('damper'): the backends refuse 'spring' with friction
-(``gpu_runtime.check_friction_model``).
+Contacts use the history-free tangential law ('damper'): the backends refuse 'spring' with a
+frictional collider (``gpu_runtime.check_friction_model``); grains and walls do have springs.
 
 The colliders' motion state is this object's own (``ColliderSet.fresh_copy``), so a CPU backend on
 the same model is not disturbed. Nothing here imports CuPy at module import time.

@@ -2,7 +2,7 @@
 particle arrays on the device with their launchers (integration, Morton reorder, bucket sort).
 
 Nothing here imports CuPy or optix at module import time, so ``import engine.backends`` works without
-a GPU. Kernels live in ``kernels/`` beside the ``engine`` package: ``<name>.h`` holds the structs shared
+a GPU. Kernels live in ``kernels/`` (``engine.resources.data_dir``): ``<name>.h`` holds the structs shared
 with this module (mirrored below as numpy dtypes and checked against the header by
 tests/engine/test_kernels_compile.py), ``<name>.cu`` the code. CUDA kernels are compiled with NVRTC
 through ``cupy.RawModule`` (CuPy caches the binaries on disk, keyed by the source, which is why local
@@ -19,17 +19,23 @@ import hashlib
 import os
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..contact_law import pair_tables, wall_tables
+from ..contact_law import TANGENTIAL_STIFFNESS_RATIO, pair_tables, wall_tables
 from ..errors import MochiError, SimulationDiverged
 from ..fields import pack_fields, uniform_acceleration
+from ..local_origin import local_origin, local_to_world, round_to_world, shift_field_table, world_to_local
 from ..model import Model
+from ..resources import data_dir
 from ..state import State
 
+if TYPE_CHECKING:
+    from .gpu_springs import SpringRows
+
 #: Folder of the CUDA/OptiX sources.
-KERNEL_DIR = Path(__file__).resolve().parents[2] / "kernels"
+KERNEL_DIR = data_dir("kernels")
 #: Threads per block of every CUDA kernel launched here.
 BLOCK = 256
 #: Threads and items per block of the prefix sum (SCAN_THREADS, SCAN_ITEMS in kernels/dem_common.cu).
@@ -40,6 +46,7 @@ MORTON_BITS = 7
 INFO_ACTIVE = 1
 INFO_MATERIAL_SHIFT = 8
 DIAG_COUNT = 4
+DIAG_SPRING_OVERFLOW = 3
 INT_MAX = 2**31 - 1
 
 #: Host mirror of ``struct DemParams`` (kernels/dem_params.h).
@@ -47,10 +54,13 @@ DEM_PARAMS_DTYPE = np.dtype({
     "names": ["pos", "vel", "force", "info", "beta", "mu", "wall_beta", "wall_mu", "field_table",
               "field_grid", "diag", "lo", "hi", "stiffness", "dt", "speed_limit2", "particle_count",
               "material_count", "field_count", "wall_mask", "cell_size", "inv_cell_size", "table_mask",
-              "grid_bits_x", "grid_bits_y", "grid_bits_z"],
+              "grid_bits_x", "grid_bits_y", "grid_bits_z", "springs", "wall_springs", "slot_to_model",
+              "spring_parity", "spring_model", "tangential_ratio"],
     "formats": ["u8"] * 11 + [("f8", (3,)), ("f8", (3,)), "f4", "f4", "f4", "i4", "i4", "i4", "i4", "f4", "f4",
-                              "u4", "u4", "u4", "u4"],
+                              "u4", "u4", "u4", "u4"] + ["u8"] * 4 + ["i4", "f4"],
 }, align=True)
+#: Springs a particle's row holds: DEM_SPRING_SLOTS in kernels/dem_params.h (a test checks they agree).
+SPRING_SLOTS = 16
 
 #: Host mirror of ``struct OptixDemParams`` (kernels/dem_params.h).
 OPTIX_DEM_PARAMS_DTYPE = np.dtype({
@@ -176,25 +186,75 @@ def raw_module(name: str, *, defines: tuple[str, ...] = (), options: tuple[str, 
     return _MODULES[key]
 
 
-def check_friction_model(physics, colliders=None) -> None:
-    """Refuse a history-dependent friction model the GPU kernels do not implement.
+def uses_springs(physics) -> bool:
+    """True when the grains and walls need tangential springs: friction_model 'spring' with a non-zero
+    particle or wall friction (without friction 'spring' and 'damper' are the same law)."""
+    frictional = any(m.friction > 0 for m in physics.materials) or physics.domain.wall_friction > 0
+    return getattr(physics, "friction_model", "damper") == "spring" and frictional
 
-    The kernels evaluate the history-free tangential law of engine.contact_law ('damper'). With every
-    friction coefficient zero (the paper's benchmarks) 'spring' and 'damper' are the same law.
+
+def check_friction_model(physics, colliders=None) -> None:
+    """Refuse what the GPU kernels do not implement: springs on mesh-collider contacts.
+
+    Grains and walls have tangential springs on the GPU (kernels/dem_math.cuh); the collider kernels
+    (kernels/collider_math.cuh) evaluate the history-free law 'damper' only.
 
     Args:
         physics: The model's ``Physics``.
-        colliders: The model's ``ColliderSet`` or None (their surface friction counts too).
+        colliders: The model's ``ColliderSet`` or None.
 
     Raises:
-        MochiError: friction_model 'spring' with a non-zero particle, wall or collider friction.
+        MochiError: friction_model 'spring' with a collider of non-zero friction.
     """
     model = getattr(physics, "friction_model", "damper")
-    frictional = (any(m.friction > 0 for m in physics.materials) or physics.domain.wall_friction > 0
-                  or (colliders is not None and any(c.friction > 0 for c in colliders.colliders)))
-    if model != "damper" and frictional:
-        raise MochiError(f"The GPU backends implement friction_model 'damper' only, but the physics uses "
-                         f"'{model}' with non-zero friction; set friction_model = 'damper' or use the cpu backend.")
+    if model != "damper" and colliders is not None and any(c.friction > 0 for c in colliders.colliders):
+        raise MochiError(f"The GPU backends keep tangential springs for grains and walls but not yet for mesh "
+                         f"colliders, and this scene has a collider with friction under friction_model "
+                         f"'{model}'; set friction_model = 'damper' or use the cpu backend.")
+
+
+#: The array fields of ``DemParams``, in the header's order.
+DEM_PARAMS_ARRAYS = ("pos", "vel", "force", "info", "beta", "mu", "wall_beta", "wall_mu", "field_table",
+                     "field_grid", "diag", "springs", "wall_springs", "slot_to_model", "spring_parity")
+
+
+def fill_dem_params(record, arrays: dict, model: Model, *, field_count: int, pointer, **extra) -> None:
+    """Fill one ``DEM_PARAMS_DTYPE`` record.
+
+    Args:
+        record: The record (a numpy void of ``DEM_PARAMS_DTYPE``).
+        arrays: The arrays named in ``DEM_PARAMS_ARRAYS`` (device arrays on the GPU, numpy arrays in the
+            host build of the kernels).
+        model: The static model (physics constants, particle count).
+        field_count: Rows of the field table.
+        pointer: Address of one of ``arrays``.
+        extra: Further fields (the grid's).
+    """
+    physics = model.physics
+    for name in DEM_PARAMS_ARRAYS:
+        record[name] = pointer(arrays[name])
+    origin = local_origin(physics.domain.lo, physics.domain.hi)  # the kernels work in local coordinates
+    record["lo"] = np.asarray(physics.domain.lo, np.float64) - origin
+    record["hi"] = np.asarray(physics.domain.hi, np.float64) - origin
+    record["stiffness"] = physics.stiffness
+    record["dt"] = physics.dt
+    record["speed_limit2"] = physics.speed_limit ** 2
+    record["particle_count"] = model.particle_count
+    record["material_count"] = len(physics.materials)
+    record["field_count"] = field_count
+    record["wall_mask"] = int(sum(int(bit) << side for side, bit in enumerate(physics.domain.wall_mask())))
+    record["spring_model"] = int(uses_springs(physics))
+    record["tangential_ratio"] = TANGENTIAL_STIFFNESS_RATIO
+    for name, value in extra.items():
+        record[name] = value
+
+
+def grid_fields(cell_size: float, grid_bits: tuple[int, int, int]) -> dict:
+    """The grid fields of ``DemParams``: cell edge [m], cells folded onto 2^bits per axis (x, y, z)."""
+    if min(grid_bits) < 2:
+        raise ValueError("every grid_bits must be at least 2 (27 distinct buckets around a cell)")
+    return dict(cell_size=cell_size, inv_cell_size=1.0 / cell_size, table_mask=(1 << sum(grid_bits)) - 1,
+                grid_bits_x=grid_bits[0], grid_bits_y=grid_bits[1], grid_bits_z=grid_bits[2])
 
 
 def blocks(count: int) -> tuple[int]:
@@ -276,7 +336,11 @@ class DeviceParticles:
         beta, mu = pair_tables(physics.materials)
         wall_beta, wall_mu = wall_tables(physics.materials, physics.domain.wall_restitution,
                                          physics.domain.wall_friction)
+        self.origin = local_origin(physics.domain.lo, physics.domain.hi)
+        if model.colliders is not None:
+            model.colliders.set_origin(self.origin)
         table, grid = pack_fields(physics.fields)
+        table = shift_field_table(table, self.origin, physics.fields)
         self.beta = cupy.asarray(beta, cupy.float32).ravel()
         self.mu = cupy.asarray(mu, cupy.float32).ravel()
         self.wall_beta = cupy.asarray(wall_beta, cupy.float32)
@@ -284,6 +348,11 @@ class DeviceParticles:
         self.field_table = cupy.asarray(table if table.size else np.zeros((1, 16), np.float32)).ravel()
         self.field_grid = cupy.asarray(grid, cupy.float32)
         self.field_count = int(table.shape[0])
+        self.springs_on = uses_springs(physics)
+        rows = n if self.springs_on else 0
+        self.springs = cupy.zeros((2 * rows * SPRING_SLOTS + 1, 4), cupy.float32)
+        self.wall_springs = cupy.zeros((6 * rows + 1, 4), cupy.float32)
+        self.spring_parity = cupy.zeros(1, cupy.int32)
         self.host_params = np.zeros(1, DEM_PARAMS_DTYPE)
         self.params = cupy.zeros(DEM_PARAMS_DTYPE.itemsize, cupy.uint8)
         self.key = cupy.zeros(max(n, 1), cupy.uint32)
@@ -295,38 +364,20 @@ class DeviceParticles:
         self._morton = module.get_function("dem_morton_keys")
         self._gather4 = module.get_function("gather_float4")
         self._gather1 = module.get_function("gather_u32")
+        self._flip_parity = module.get_function("dem_flip_spring_parity")
         self.last_checked_step = 0
         self.step_index = 0
         self._fill_params()
 
     def _fill_params(self, **extra) -> None:
-        physics = self.model.physics
-        p = self.host_params[0]
-        for name, array in (("pos", self.pos), ("vel", self.vel), ("force", self.force), ("info", self.info),
-                            ("beta", self.beta), ("mu", self.mu), ("wall_beta", self.wall_beta),
-                            ("wall_mu", self.wall_mu), ("field_table", self.field_table),
-                            ("field_grid", self.field_grid), ("diag", self.diag)):
-            p[name] = array.data.ptr
-        p["lo"] = physics.domain.lo
-        p["hi"] = physics.domain.hi
-        p["stiffness"] = physics.stiffness
-        p["dt"] = physics.dt
-        p["speed_limit2"] = physics.speed_limit ** 2
-        p["particle_count"] = self.particle_count
-        p["material_count"] = len(physics.materials)
-        p["field_count"] = self.field_count
-        p["wall_mask"] = int(sum(int(bit) << side for side, bit in enumerate(physics.domain.wall_mask())))
-        for name, value in extra.items():
-            p[name] = value
+        arrays = {name: getattr(self, name) for name in DEM_PARAMS_ARRAYS}
+        fill_dem_params(self.host_params[0], arrays, self.model, field_count=self.field_count,
+                        pointer=lambda a: a.data.ptr, **extra)
         self.params.set(self.host_params.view(np.uint8))
 
     def set_grid(self, cell_size: float, grid_bits: tuple[int, int, int]) -> None:
         """Grid of the CUDA grid backend: cell edge [m], cells folded onto 2^bits per axis (x, y, z)."""
-        if min(grid_bits) < 2:
-            raise ValueError("every grid_bits must be at least 2 (27 distinct buckets around a cell)")
-        self._fill_params(cell_size=cell_size, inv_cell_size=1.0 / cell_size,
-                          table_mask=(1 << sum(grid_bits)) - 1, grid_bits_x=grid_bits[0],
-                          grid_bits_y=grid_bits[1], grid_bits_z=grid_bits[2])
+        self._fill_params(**grid_fields(cell_size, grid_bits))
 
     def upload(self, state: State) -> None:
         """Copy ``state`` to the device in model order (slot k = particle k); synchronous."""
@@ -334,7 +385,7 @@ class DeviceParticles:
         m = self.model
         n = self.particle_count
         host_pos = np.empty((n, 4), np.float32)
-        host_pos[:, :3] = state.positions
+        host_pos[:, :3] = world_to_local(state.positions, self.origin)
         host_pos[:, 3] = m.radius
         host_vel = np.empty((n, 4), np.float32)
         host_vel[:, :3] = state.velocities
@@ -346,6 +397,10 @@ class DeviceParticles:
         self.force.fill(0)
         self.slot_to_model[:] = cp.arange(n, dtype=cp.int32)
         self.diag.set(np.array([INT_MAX, INT_MAX, 0, 0], np.int32))
+        if self.springs_on:
+            from .gpu_springs import SpringRows
+
+            self.set_springs(SpringRows.empty(n))
         self.step_index = int(state.step)
         self.last_checked_step = int(state.step)
 
@@ -359,10 +414,45 @@ class DeviceParticles:
         pos[self.slot_to_model] = self.pos
         vel[self.slot_to_model] = self.vel
         info[self.slot_to_model] = self.info
-        state = State(np.ascontiguousarray(pos[:, :3].get()), np.ascontiguousarray(vel[:, :3].get()),
+        state = State(local_to_world(pos[:, :3].get(), self.origin), np.ascontiguousarray(vel[:, :3].get()),
                       (info.get() & INFO_ACTIVE).astype(np.uint8), self.step_index)
         self.check()
         return state
+
+    def flip_springs(self) -> None:
+        """After a step's contact forces: the springs they kept are the ones the next step reads."""
+        if self.springs_on:
+            self._flip_parity((1,), (1,), (self.spring_parity,))
+
+    def set_springs(self, rows: "SpringRows") -> None:
+        """Upload springs (the half the next step reads); synchronous."""
+        if not self.springs_on:
+            return
+        n = self.particle_count
+        self.spring_parity.fill(0)
+        data = np.zeros((2 * n * SPRING_SLOTS + 1, 4), np.float32)
+        data[:n * SPRING_SLOTS] = rows.grains.reshape(-1, 4)
+        data.view(np.int32)[n * SPRING_SLOTS:2 * n * SPRING_SLOTS, 3] = -1  # the other half: empty rows
+        self.springs.set(data)
+        walls = np.zeros((6 * n + 1, 4), np.float32)
+        walls[:6 * n, :3] = rows.walls.reshape(-1, 3)
+        self.wall_springs.set(walls)
+
+    def get_springs(self) -> "SpringRows":
+        """Download the springs the next step reads."""
+        n = self.particle_count
+        from .gpu_springs import SpringRows
+
+        if not self.springs_on:
+            return SpringRows.empty(0)
+        half = int(self.spring_parity.get()[0])
+        grains = self.springs[half * n * SPRING_SLOTS:(half + 1) * n * SPRING_SLOTS].get().reshape(n, SPRING_SLOTS, 4)
+        walls = self.wall_springs[:6 * n, :3].get().reshape(n, 6, 3)
+        return SpringRows(grains, walls)
+
+    def spring_overflow(self) -> int:
+        """Contacts so far whose spring did not fit in their owner's row (they slid history-free)."""
+        return int(self.diag[DIAG_SPRING_OVERFLOW:DIAG_SPRING_OVERFLOW + 1].get()[0])
 
     def check(self) -> None:
         """Raise ``SimulationDiverged`` if a NaN or a speed above the limit appeared since the last check."""
@@ -406,6 +496,25 @@ class DeviceParticles:
         for array in (self.info, self.slot_to_model):
             self._gather1(blocks(self.particle_count), (BLOCK,), (array.view(self.cp.uint32), order, n, self._scratch1))
             array[...] = self._scratch1.view(array.dtype)
+
+    def restore_model_order(self) -> None:
+        """Put every slot array back in model order (slot k = particle k); asynchronous. A Morton reorder
+        after it depends only on the positions, not on earlier reorders: how the CUDA grid resumes bit
+        for bit."""
+        order = self.slot_to_model
+        for array in (self.pos, self.vel, self.info):
+            scratch = self.cp.empty_like(array)
+            scratch[order] = array
+            array[...] = scratch
+        self.slot_to_model[:] = self.cp.arange(self.particle_count, dtype=self.cp.int32)
+
+    def round_to_world(self) -> None:
+        """Round local positions to what a cache frame holds (engine.local_origin; at frame boundaries,
+        so that a bake resumed from a frame continues from the same bits); synchronous."""
+        if self.origin.any():
+            host = self.pos.get()
+            host[:, :3] = round_to_world(host[:, :3], self.origin)
+            self.pos.set(host)
 
     def slots_to_model_pairs(self, slot_pairs) -> np.ndarray:
         """Model-index pairs (i < j), int32 (P, 2), rows sorted, from slot pairs (cupy int32 (P, 2))."""

@@ -39,7 +39,7 @@ class OptixPipeline:
 
     def __init__(self, optix, cupy, *, source: str = "optix_dem.cu",
                  entries: tuple[str, str, str] = ("__raygen__dem", "__miss__dem", "__intersection__dem"),
-                 payload_values: int = 3, compile_flags: tuple[str, ...] = ()):
+                 payload_values: int = 2, compile_flags: tuple[str, ...] = ()):
         self.entries = entries
         self.optix = optix
         self.cp = cupy

@@ -7,9 +7,10 @@ with ``ALLOW_UPDATE``. Each step, on the GPU and without a host synchronisation:
    ``physics.rebuild_interval`` steps the slots are first reordered along a Morton curve (coherent
    rays) and the GAS is rebuilt from scratch;
 2. detect: a point ray from every centre (tmin 0, a tiny tmax) walks the BVH; the intersection
-   program tests |c_i − c_j| ≤ r_i + r_j, resolves each pair once (from the smaller sphere, the
-   smaller slot on ties) and accumulates the contact forces with atomics; it never reports an
-   intersection, so any-hit and closest-hit never run;
+   program tests |c_i − c_j| ≤ r_i + r_j and collects the partners the ray owns (from the smaller
+   sphere, the smaller slot on ties), each once even when OptiX runs it twice for one primitive; the
+   ray-generation program resolves them in slot order and adds the partners' shares with atomics.
+   It never reports an intersection, so any-hit and closest-hit never run;
 3. update: walls, fields and semi-implicit Euler (kernels/dem_common.cu ``dem_integrate``).
 
 Refitting keeps the proxies exact, so the contacts are exact every step; rebuilding only restores
@@ -33,6 +34,9 @@ class BackendOptix(BackendGpu):
     """The paper's ray-traced DEM through OptiX (pyoptix-contrib) and CuPy. See the module docstring."""
 
     name = "optix"
+    #: Float atomics sum the partners' forces in the order the rays finish: reruns and resumed bakes
+    #: agree to float32 rounding, not bit for bit.
+    deterministic = False
 
     def __init__(self, model: Model):
         super().__init__(model)
@@ -66,7 +70,7 @@ class BackendOptix(BackendGpu):
         self.timer = PhaseTimer(cp)
         self._upload_params(mode=0)
 
-    def describe(self) -> str:
+    def describe_device(self) -> str:
         name, (major, minor) = device_summary(self.cp)
         version = ".".join(str(v) for v in self.optix.version())
         return f"optix (OptiX {version}, {name}, sm_{major}{minor}, CuPy {self.cp.__version__})"
@@ -84,7 +88,9 @@ class BackendOptix(BackendGpu):
         self.params.set(self.host_params.view(np.uint8))
 
     def begin_frame(self) -> None:
-        """Nothing to do: refitting keeps the contacts exact (kept for the bake loop's interface)."""
+        """Round local positions to the cache frame's (engine.local_origin); refitting keeps the contacts
+        exact, so the GAS needs nothing."""
+        self.particles.round_to_world()
 
     def _update_gas(self, rebuild: bool) -> None:
         """Move the proxies to the particles and refit (or rebuild) the GAS; asynchronous."""

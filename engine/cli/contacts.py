@@ -8,6 +8,7 @@ import numpy as np
 
 from ..atomic import write_atomic
 from ..backends import BACKEND_NAMES
+from ..contacts import count_contacts
 from ..errors import MochiError
 
 
@@ -17,29 +18,16 @@ def register(subparsers) -> None:
                                           "every particle (|ci-cj| <= ri+rj) as int32 .npy, input order.")
     p.add_argument("state", help="PLY file with vertex properties x y z radius")
     p.add_argument("--out", required=True, help="output .npy file")
-    p.add_argument("--backend", choices=BACKEND_NAMES, default="cpu")
+    p.add_argument("--backend", choices=BACKEND_NAMES, default="cpu",
+                   help="backend that finds the contacts (all give the same counts; 'auto' says what it chose)")
     p.set_defaults(func=run)
-
-
-def count_contacts(positions: np.ndarray, radius: np.ndarray, backend: str = "cpu") -> np.ndarray:
-    """Contacts per particle, int32 (n,), for centres [m] (n, 3) and radii [m] (n,)."""
-    from ..backends import make_backend
-    from ..model import Domain, Physics, build_model
-    from ..state import make_state
-
-    lo = tuple(float(x) for x in positions.min(axis=0) - radius.max())
-    hi = tuple(float(x) for x in positions.max(axis=0) + radius.max() + 1e-6)
-    model = build_model(radius, Physics(domain=Domain(lo=lo, hi=hi)))
-    runner = make_backend(backend, model, log=lambda message: None)
-    runner.set_state(make_state(positions))
-    return runner.contact_counts()
 
 
 def run(args) -> int:
     from ..ply import read_particles
 
     positions, radius, _ = read_particles(args.state)
-    counts = count_contacts(positions, radius, args.backend)
+    counts = count_contacts(positions, radius, args.backend, log=print)
     out = Path(args.out)
     if out.suffix != ".npy":
         raise MochiError(f"The output '{out}' must end in .npy.")

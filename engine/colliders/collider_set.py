@@ -49,6 +49,12 @@ class ColliderRuntime:
     previous: np.ndarray | None = None
     tree: ColliderTree | None = None
     pending_tree: tuple[np.ndarray, float] | None = None
+    #: Local origin [m] (engine.local_origin) subtracted from the world vertices, float64 (3,).
+    origin: np.ndarray = field(default_factory=lambda: np.zeros(3))
+
+    def _vertices_at(self, time: float) -> tuple[np.ndarray, np.ndarray]:
+        vertices, velocities = self.collider.vertices_at(time)
+        return (vertices - self.origin if self.origin.any() else vertices), velocities
 
     def advance(self, time: float) -> None:
         if self.time == time:
@@ -56,12 +62,12 @@ class ColliderRuntime:
         collider = self.collider
         if not collider.moving:
             if self.tree is None:
-                self.vertices, self.velocities = collider.vertices_at(time)
+                self.vertices, self.velocities = self._vertices_at(time)
                 self.tree = ColliderTree(self.vertices, collider.triangles)
             self.previous = self.vertices
             self.time = time
             return
-        vertices, velocities = collider.vertices_at(time)
+        vertices, velocities = self._vertices_at(time)
         self.previous = self.vertices if self.vertices is not None else vertices
         self.vertices = np.ascontiguousarray(vertices)
         self.velocities = np.ascontiguousarray(velocities)
@@ -134,6 +140,15 @@ class ColliderSet:
         for runtime in self._runtime:
             runtime.advance(time)
         return tuple(self._runtime)
+
+    def set_origin(self, origin) -> None:
+        """Give the vertices relative to ``origin`` [m] (the grains' local origin, engine.local_origin);
+        a changed origin recomputes them at the next ``advance``."""
+        origin = np.asarray(origin, np.float64)
+        for runtime in self._runtime:
+            if not np.array_equal(runtime.origin, origin):
+                runtime.origin = origin
+                runtime.time = runtime.vertices = runtime.velocities = runtime.previous = runtime.tree = None
 
     def fresh_copy(self) -> ColliderSet:
         """The same colliders with a motion and contact state of their own (for a second backend)."""

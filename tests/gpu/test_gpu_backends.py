@@ -203,10 +203,36 @@ def test_auto_names_a_backend_that_starts_and_says_why():
     messages = []
     name = choose_backend_name(log=messages.append)
     _, capability = device_summary(cupy)
-    expected = "optix" if capability in RT_CORE_CAPABILITIES and "optix" in available_backends() else "cuda"
+    expected = "cuda"
+    if capability in RT_CORE_CAPABILITIES and "optix" in available_backends():
+        from engine.backends.optix_self_check import optix_passes_self_check
+
+        expected = "optix" if optix_passes_self_check(log=lambda message: None)[0] else "cuda"
     assert name == expected
-    assert len(messages) == 1 and messages[0].startswith(f"auto backend: {name} on ")
+    assert messages[-1].startswith(f"auto backend: {name} on ")
     for reason in unavailable_backends().values():
         assert reason.endswith(".") or reason.endswith(")")
     model, _ = model_and_state(np.zeros((2, 3)) + [[0, 0, 0], [1, 0, 0]], np.full(2, 0.1))
     assert make_backend("auto", model, log=lambda message: None).name == name
+
+
+def test_optix_self_check_passes_here():
+    """The self-check 'auto' runs before it trusts optix: OptiX's contacts equal the CUDA grid's."""
+    from engine.backends.optix_self_check import run_self_check, self_check_state
+    from engine.contacts import contact_model
+
+    positions, radius = self_check_state()
+    make_gpu_backend("optix", contact_model(positions, radius))  # skips without optix
+    passed, reason = run_self_check()
+    assert passed, reason
+
+
+@pytest.mark.parametrize("name", ["cuda", "optix"])
+def test_mochi_contacts_on_gpu_backends_equals_cpu(name, rng):
+    """``mochi contacts --backend cuda|optix``: the same counts as the cpu backend (was refused)."""
+    from engine.contacts import contact_model, count_contacts
+
+    positions = rng.uniform(0, 1, (3000, 3)).astype(np.float32)
+    radius = np.exp(rng.uniform(np.log(0.0005), np.log(0.06), 3000)).astype(np.float32)
+    make_gpu_backend(name, contact_model(positions, radius))
+    assert np.array_equal(count_contacts(positions, radius, name), count_contacts(positions, radius, "cpu"))

@@ -3,6 +3,7 @@
 // The structs are filled from Python with the host mirrors of engine/backends/gpu_runtime.py, so a
 // layout mismatch fails here too.
 #include "collider_math.cuh"
+#include "slab_test.h"
 
 extern "C" void collider_forces_host(const DemParams* params, const ColliderParams* colliders, int count) {
     for (int i = 0; i < params->particle_count; ++i) collider_grain_forces(*params, colliders, count, i);
@@ -38,28 +39,6 @@ extern "C" int collider_sweep_host(const DemParams* params, const ColliderParams
 extern "C" void collider_triangle_aabbs_host(const ColliderParams* collider, int triangle_count, double inflate,
                                              float* aabb) {
     for (int t = 0; t < triangle_count; ++t) collider_triangle_aabb(*collider, t, inflate, aabb + 6 * t);
-}
-
-// The segment origin + s·direction, s in [0, tmax], meets the box (slab test, in double).
-static bool segment_meets_box(const double* origin, const double* direction, double tmax, const float* box) {
-    double enter = 0.0, leave = tmax;
-    for (int axis = 0; axis < 3; ++axis) {
-        const double lo = box[axis], hi = box[3 + axis];
-        if (direction[axis] == 0.0) {
-            if (origin[axis] < lo || origin[axis] > hi) return false;
-            continue;
-        }
-        double t0 = (lo - origin[axis]) / direction[axis], t1 = (hi - origin[axis]) / direction[axis];
-        if (t0 > t1) {
-            const double swap = t0;
-            t0 = t1;
-            t1 = swap;
-        }
-        enter = t0 > enter ? t0 : enter;
-        leave = t1 < leave ? t1 : leave;
-        if (enter > leave) return false;
-    }
-    return true;
 }
 
 extern "C" void collider_force_sums_optix_host(const DemParams* params, const ColliderParams* collider,

@@ -1,0 +1,50 @@
+// Host build of the grain kernels for tests/engine/test_grain_device_math.py: kernels/grid.cu,
+// kernels/optix_dem.cu and the per-slot update of kernels/dem_integrate.cuh themselves, their CUDA built-ins defined in cuda_host.h and OptiX's traversal
+// emulated in optix_emulated/optix.h. The launch structs are filled from Python with the host mirrors
+// of engine/backends/gpu_runtime.py, so a layout mismatch fails here too.
+#include "cuda_host.h"
+#include "dem_integrate.cuh"
+#include "grid.cu"
+#include "optix_dem.cu"
+
+extern "C" void grid_keys_host(const DemParams* params, unsigned int* key) {
+    host_launch(params->particle_count, 256, grid_keys, params, key);
+}
+
+extern "C" void grid_gather_sorted_host(const DemParams* params, const int* sorted, float4* pos_sorted) {
+    host_launch(params->particle_count, 256, grid_gather_sorted, params, sorted, pos_sorted);
+}
+
+extern "C" void grid_forces_host(const DemParams* params, const unsigned int* start, const int* sorted,
+                                 const float4* pos_sorted) {
+    host_launch(params->particle_count, 256, grid_forces, params, start, sorted, pos_sorted);
+}
+
+extern "C" void grid_pairs_host(const DemParams* params, const unsigned int* start, const int* sorted,
+                                const float4* pos_sorted, int2* pairs, unsigned int* count, unsigned int capacity) {
+    host_launch(params->particle_count, 256, grid_pairs, params, start, sorted, pos_sorted, pairs, count, capacity);
+}
+
+extern "C" void dem_proxy_aabbs_host(const DemParams* params, float* aabb) {
+    for (int i = 0; i < params->particle_count; ++i) dem_proxy_aabb(*params, i, aabb + 6 * i);
+}
+
+// One optixLaunch of kernels/optix_dem.cu over every slot; returns the intersection programs run.
+extern "C" long long optix_dem_launch_host(const OptixDemParams* launch, const float* aabb, int offers) {
+    params = *launch;
+    optix_emulated_aabb = aabb;
+    optix_emulated_primitives = launch->dem.particle_count;
+    optix_emulated_offers = offers;
+    optix_emulated_intersection = __intersection__dem;
+    optix_emulated_calls = 0;
+    for (int i = 0; i < launch->dem.particle_count; ++i) {
+        optix_emulated_launch_index = make_uint3((unsigned int)i, 0u, 0u);
+        __raygen__dem();
+    }
+    return optix_emulated_calls;
+}
+
+// dem_integrate (kernels/dem_common.cu) over every slot.
+extern "C" void dem_integrate_host(const DemParams* params, float ax, float ay, float az, int step) {
+    for (int i = 0; i < params->particle_count; ++i) dem_integrate_slot(*params, ax, ay, az, step, i);
+}
