@@ -2,7 +2,8 @@
 
 ``bake`` does what the Bake button does (same snapshot, worker thread and playback object), printing
 one line per frame, then saves the .blend so that it keeps its playback object. ``render-preview``
-renders one cached frame with Cycles into a PNG. Failures print one sentence and return 2.
+renders one cached frame with Cycles into a PNG. ``preset-export`` saves the scene as a preset.
+Failures print one sentence and return 2.
 """
 
 from __future__ import annotations
@@ -26,6 +27,11 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
                       help="Cache folder (default: the scene's); it is stored in the scene as its cache folder.")
     bake.add_argument("--backend", choices=("auto", "cpu", "cuda", "optix"), default=None,
                       help="Backend (default: the scene's setting).")
+    export = commands.add_parser("preset-export", help="Save the open .blend's Mochi scene as a preset TOML "
+                                 "(meshes beside it, in meshes/).")
+    export.add_argument("out", help="The preset .toml to write.")
+    export.add_argument("--name", default=None, help="Preset name (default: the file name).")
+    export.add_argument("--overwrite", action="store_true", help="Replace an existing preset file.")
     preview = commands.add_parser("render-preview", help="Render one cached frame with Cycles into a PNG.")
     preview.add_argument("cache", help="Cache folder (with manifest.json).")
     preview.add_argument("--frame", type=int, default=1, help="Cache frame to render (1 = initial state).")
@@ -42,7 +48,11 @@ def bake_open_file(*, frames: int | None, resume: bool, backend: str | None, out
     from .bake_monitor import run_blocking, start_bake
 
     if out is not None:
-        bpy.context.scene.mochi.cache_directory = str(Path(out).resolve())
+        # Kept relative to the .blend when given relative, as Blender's own paths are ('//...'), so the
+        # scene still finds its cache when the project folder moves or a farm mounts it elsewhere.
+        folder = Path(out)
+        bpy.context.scene.mochi.cache_directory = (str(folder) if folder.is_absolute()
+                                                   else bpy.path.relpath(str(folder.resolve())))
 
     monitor = start_bake(bpy.context, resume=resume, frames=frames, backend=backend)
     outcome = run_blocking(monitor, log=lambda line: print(line, flush=True))
@@ -63,15 +73,29 @@ def render_preview(cache: str, *, frame: int, out: str, samples: int, resolution
     return 0
 
 
+def export_preset(out: str, *, name: str | None, overwrite: bool) -> int:
+    """Save the open scene as the preset ``out`` (see ``addon.preset_export``)."""
+    from .operators.presets import save_scene_preset
+
+    path = Path(out)
+    if path.exists() and not overwrite:
+        raise MochiError(f"'{path}' already exists; choose another file or add --overwrite.")
+    written = save_scene_preset(bpy.context, path, name=name or path.stem)
+    print(f"mochi: wrote the preset {written}", flush=True)
+    return 0
+
+
 def run(argv: list[str], *, prog: str = "mochi") -> int:
     """Parse and run; MochiError becomes one line on stderr and exit status 2."""
     args = build_parser(prog).parse_args(argv)
     try:
+        if args.command in ("bake", "preset-export") and not bpy.data.filepath:
+            raise MochiError("No .blend file is open; give it before the command, e.g. "
+                             f"blender -b scene.blend -c mochi {args.command}.")
         if args.command == "bake":
-            if not bpy.data.filepath:
-                raise MochiError("No .blend file is open; give it before the command, e.g. "
-                                 "blender -b scene.blend -c mochi bake.")
             return bake_open_file(frames=args.frames, resume=args.resume, backend=args.backend, out=args.out)
+        if args.command == "preset-export":
+            return export_preset(args.out, name=args.name, overwrite=args.overwrite)
         return render_preview(args.cache, frame=args.frame, out=args.out, samples=args.samples,
                               resolution=tuple(args.resolution))
     except MochiError as exc:

@@ -4,6 +4,7 @@ The engine's command line runs, in a subprocess so that the engine never imports
 
     python <repo>/addon/headless.py bake SCENE.blend [--frames N] [--resume] [--backend B]
     python <repo>/addon/headless.py render-preview CACHE_DIR --frame F --out PNG [--samples S] [--resolution W H]
+    python <repo>/addon/headless.py preset-export SCENE.blend OUT.toml [--name NAME] [--overwrite]
 
 This loads the repository root as the package ``mochi`` (as Blender loads the extension), registers
 the add-on in the bpy module, opens the .blend and runs what ``blender -b SCENE.blend -c mochi …``
@@ -45,9 +46,9 @@ def main(argv: list[str]) -> int:
     package = load_package()
     cli = importlib.import_module("mochi.addon.cli")
     args = list(argv)
-    if args and args[0] == "bake":
+    if args and args[0] in ("bake", "preset-export"):
         if len(args) < 2 or args[1].startswith("-"):
-            cli.build_parser("mochi").parse_args(["bake", "--help"])
+            cli.build_parser("mochi").parse_args([args[0], "--help"])
         blend = Path(args.pop(1))
         if not blend.is_file():
             print(f"mochi: error: The scene '{blend}' does not exist.", file=sys.stderr)

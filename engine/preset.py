@@ -30,6 +30,8 @@ class EmitterSpec:
     kind 'mesh': the mesh file at ``path`` packed with spheres (engine.packing), once per ``copies``
     offset, each copy its own object id.
     kind 'file': particles from a PLY with x y z radius (optional vx vy vz).
+    ``seed`` packs a mesh with its own seed (default: the scene's); ``pivot`` is the point a mesh's
+    ``angular_velocity`` turns about (default: the centre of its packed spheres).
     """
 
     kind: str
@@ -48,6 +50,8 @@ class EmitterSpec:
     center: tuple[float, float, float] | None = None
     rotation: tuple[float, float, float] = (0.0, 0.0, 0.0)
     copies: tuple[tuple[float, float, float], ...] = ((0.0, 0.0, 0.0),)
+    seed: int | None = None
+    pivot: tuple[float, float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,9 @@ class Preset:
     fields: tuple[dict, ...] = ()
     emitters: tuple[EmitterSpec, ...] = field(default_factory=tuple)
     colliders: tuple[ColliderSpec, ...] = ()  # [[colliders]], see engine.preset_colliders
+    #: The axis that points up in the preset's coordinates: 'Y' (the engine's presets) or 'Z' (presets
+    #: saved from Blender, whose coordinates they keep). Recorded as the cache's up axis.
+    up_axis: str = "Y"
 
     @property
     def folder(self) -> Path:
@@ -142,14 +149,15 @@ TOP_KEYS = {"scene", "time", "contact", "domain", "gravity", "materials", "field
 MATERIAL_KEYS = {"name", "density", "restitution", "friction"}
 FIELD_KEYS = {"type", "vector", "axis", "rate", "center", "strength", "core_radius", "path", "lo", "hi"}
 EMITTER_KEYS = {"type", "count", "lo", "hi", "radius", "material", "velocity", "angular_velocity",
-                "object_id", "path", "small_ratio", "shell", "fit", "center", "rotation", "copies"}
+                "object_id", "path", "small_ratio", "shell", "fit", "center", "rotation", "copies", "seed",
+                "pivot"}
 
 
 def parse_preset(data: dict, source: str) -> Preset:
     """Validate a parsed TOML document; ``source`` names it in errors."""
     c = _Checker(source)
     c.table(data, "the file", TOP_KEYS)
-    scene = c.table(data.get("scene", {}), "[scene]", {"name", "description", "fps", "frames", "seed"})
+    scene = c.table(data.get("scene", {}), "[scene]", {"name", "description", "fps", "frames", "seed", "up"})
     time = c.table(data.get("time", {}), "[time]", {"dt", "substeps", "stiffness", "rebuild_interval"})
     contact = c.table(data.get("contact", {}), "[contact]", {"friction_model"})
     domain = c.table(data.get("domain", {}), "[domain]", {"lo", "hi", "open", "wall_restitution", "wall_friction"})
@@ -221,6 +229,7 @@ def parse_preset(data: dict, source: str) -> Preset:
         fps=c.number(scene, "[scene]", "fps", 25.0, low=0, low_open=True),
         frames=c.number(scene, "[scene]", "frames", 10, low=1, integer=True),
         seed=c.number(scene, "[scene]", "seed", 0, low=0, integer=True),
+        up_axis=c.string(scene, "[scene]", "up", "y", choices=("y", "z")).upper(),
         dt=c.number(time, "[time]", "dt", None, low=0, low_open=True, allow_auto=True),
         substeps=c.number(time, "[time]", "substeps", None, low=1, integer=True),
         stiffness=c.number(time, "[time]", "stiffness", None, low=0, low_open=True, allow_auto=True),
@@ -283,7 +292,9 @@ def _parse_emitter(c: _Checker, raw: Any, where: str, material_names: list[str],
         fit=c.number(e, where, "fit", None, low=0, low_open=True),
         center=c.vector(e, where, "center", None),
         rotation=c.vector(e, where, "rotation", (0.0, 0.0, 0.0)),
-        copies=copy_offsets)
+        copies=copy_offsets,
+        seed=c.number(e, where, "seed", None, low=0, integer=True),
+        pivot=c.vector(e, where, "pivot", None))
 
 
 def read_preset_document(path: str | Path) -> dict:

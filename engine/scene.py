@@ -50,10 +50,11 @@ class SceneSetup:
 
 
 def expected_fall_height(positions: np.ndarray, radius: np.ndarray, object_id: np.ndarray, gravity: Gravity,
-                         domain: Domain) -> float:
+                         domain: Domain, colliders=None) -> float:
     """How far the grains can be expected to fall before they hit something [m].
 
-    Each grain can fall along gravity until the domain's wall. A packed source object falls as a block:
+    Each grain can fall along gravity until the domain's wall or a collider's surface below it (at the
+    colliders' first pose). A packed source object falls as a block:
     its lowest grains land first and the rest arrive on them at about the speed of a fall from the
     middle of its range. A loose cloud (grains typically further than ``BLOCK_GAP`` radii from their
     nearest neighbour) falls grain by grain, so its highest grain's fall counts. The largest over the objects is the
@@ -66,6 +67,7 @@ def expected_fall_height(positions: np.ndarray, radius: np.ndarray, object_id: n
         object_id: Source object of each grain, (n,).
         gravity: Gravity of the scene.
         domain: Simulation box.
+        colliders: ``engine.colliders.ColliderSet`` or None.
     """
     g = np.asarray(gravity.vector, np.float64)
     if gravity.rotation_axis is not None and gravity.rotation_rate != 0.0:
@@ -82,9 +84,48 @@ def expected_fall_height(positions: np.ndarray, radius: np.ndarray, object_id: n
     heights = []
     for obj in np.unique(object_id):
         mine = np.flatnonzero(object_id == obj)
+        if colliders is not None:
+            # A sample of the grains (the lowest and highest along gravity among them) is enough.
+            along = p[mine] @ down
+            order = np.argsort(along)
+            rng = np.random.default_rng(0)
+            pick = np.unique(np.concatenate([order[:32], order[-32:],
+                                             rng.choice(len(mine), min(256, len(mine)), replace=False)]))
+            mine = mine[pick]
+            fall[mine] = np.minimum(fall[mine], _distance_to_colliders(p[mine], down, colliders))
         lowest, highest = float(fall[mine].min()), float(fall[mine].max())
         heights.append((lowest + highest) / 2.0 if _is_packed(p[mine], radius[mine]) else highest)
     return max(heights)
+
+
+def _distance_to_colliders(origins: np.ndarray, direction: np.ndarray, colliders, chunk: int = 1 << 20) -> np.ndarray:
+    """Distance [m] along ``direction`` from each origin to the first collider triangle it meets (at
+    the colliders' first pose), inf where none: Möller–Trumbore, vectorised over rays × triangles.
+
+    Args:
+        origins: Ray starts [m], (k, 3) float64.
+        direction: Unit direction, (3,).
+        colliders: ``engine.colliders.ColliderSet``.
+    """
+    best = np.full(origins.shape[0], np.inf)
+    for collider in colliders.colliders:
+        corners = collider.vertices_at(0.0)[0][collider.triangles]  # (T, 3, 3)
+        a, e1, e2 = corners[:, 0], corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]
+        pvec = np.cross(direction, e2)
+        det = np.einsum("ij,ij->i", e1, pvec)
+        usable = np.abs(det) > 1e-14
+        a, e1, e2, pvec, det = a[usable], e1[usable], e2[usable], pvec[usable], det[usable]
+        step = max(1, chunk // max(len(a), 1))
+        for start in range(0, origins.shape[0], step):
+            o = origins[start:start + step, None, :] - a[None]  # (r, T, 3)
+            u = np.einsum("rtk,tk->rt", o, pvec) / det
+            q = np.cross(o, e1[None])
+            v = (q @ direction) / det
+            t = np.einsum("rtk,tk->rt", q, e2) / det
+            hit = (u >= 0) & (v >= 0) & (u + v <= 1) & (t > 0)
+            nearest = np.where(hit, t, np.inf).min(axis=1)
+            best[start:start + step] = np.minimum(best[start:start + step], nearest)
+    return best
 
 
 def _is_packed(positions: np.ndarray, radius: np.ndarray, sample: int = 2000) -> bool:
@@ -149,7 +190,7 @@ def setup_from_arrays(*, positions: np.ndarray, radius: np.ndarray, velocities: 
         speed0 += colliders.max_surface_speed()
     accel = float(np.linalg.norm(gravity.vector)) + field_max_acceleration(tuple(fields))
     fall = expected_fall_height(state.positions, probe.radius, np.zeros(state.particle_count, np.int32)
-                                if object_id is None else np.asarray(object_id), gravity, domain)
+                                if object_id is None else np.asarray(object_id), gravity, domain, colliders)
     impact = expected_impact_speed(speed0, accel, fall)
     # Runaway energy is judged against the fastest fall the domain allows, not the expected one.
     worst = expected_impact_speed(speed0, accel, float(domain.size.max()))
@@ -204,10 +245,10 @@ def _emit_mesh(spec: EmitterSpec, count: int | None, radius: float | None, seed:
     from .packing import pack_mesh_file, rigid_velocities
 
     packed = pack_mesh_file(spec.path, radius=radius, count=count, small_ratio=spec.small_ratio,
-                            shell_layers=spec.shell, seed=seed, fit=spec.fit, center=spec.center,
-                            rotation_deg=spec.rotation)
+                            shell_layers=spec.shell, seed=seed if spec.seed is None else spec.seed, fit=spec.fit,
+                            center=spec.center, rotation_deg=spec.rotation)
     positions, radii, velocities, object_ids = [], [], [], []
-    pivot = packed.positions.astype(np.float64).mean(axis=0)
+    pivot = packed.positions.astype(np.float64).mean(axis=0) if spec.pivot is None else spec.pivot
     base_velocity = rigid_velocities(packed.positions, spec.velocity, spec.angular_velocity, pivot)
     for copy_index, offset in enumerate(spec.copies):
         positions.append(packed.positions.astype(np.float64) + offset)

@@ -238,7 +238,7 @@ def bake_variant(preset_path: str, variant: WedgeVariant, options: WedgeBakeOpti
         setup = None if resuming else setup_from_preset(preset, particles=options.particles)
         progress = bake(setup, variant.folder, frames=options.frames or preset.frames, backend=options.backend,
                         resume=options.resume, overwrite=options.overwrite,
-                        info={"preset": str(Path(preset_path).resolve()), "up_axis": "Y",
+                        info={"preset": str(Path(preset_path).resolve()), "up_axis": preset.up_axis,
                               "particles_requested": options.particles, "wedge": variant.values},
                         inputs=preset_inputs(preset, particles=options.particles))
         result.frames_done, result.backend = progress.frames_done, progress.backend_name

@@ -41,7 +41,7 @@ PLATFORM_TAGS = {
 
 #: The runtime dependencies of the CPU path (engine/ and addon/ imports) and what they require
 #: themselves, all versions in one place. numba needs llvmlite; scipy, trimesh and plyfile need only
-#: numpy; filelock needs nothing. tqdm is the shell CLI's progress bar and is not imported inside Blender.
+#: numpy; filelock and tomli-w need nothing. tqdm is the shell CLI's progress bar and is not imported inside Blender.
 PINS = {
     "numba": "0.68.1",
     "llvmlite": "0.50.0",
@@ -51,6 +51,8 @@ PINS = {
     "plyfile": "1.1.3",
     # The cache folder's lock (engine.cache_lock); pure Python, no requirements.
     "filelock": "4.2.11",
+    # Presets saved from Blender (engine.preset_writer); pure Python, no requirements.
+    "tomli-w": "1.2.0",
 }
 #: Exceptions to PINS. numba publishes no macOS x86_64 wheels after 0.62.1.
 PINS_BY_PLATFORM = {"macos-x64": {"numba": "0.62.1", "llvmlite": "0.45.1"}}

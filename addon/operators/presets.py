@@ -1,4 +1,5 @@
-"""Apply a preset (presets/*.toml, engine.preset schema) to the scene's Mochi settings.
+"""Apply a preset (presets/*.toml, engine.preset schema) to the scene's Mochi settings; save the scene
+as a preset (addon.preset_export) into the user's preset folder, and remove user presets.
 
 Presets are written in the engine's frame, Y up; Blender is Z up, so vectors and box sides are turned
 by +90° about X on the way in (engine (x, y, z) → Blender (x, −z, y)). A preset's emitters and domain
@@ -22,14 +23,46 @@ def vector_engine_to_blender(v):
     return (x, -z, y)
 
 
+#: The user's presets, beside Blender's own presets of other tools (scripts/presets/mochi).
+USER_PRESET_PATH = "presets/mochi"
+
+
+def user_preset_folder(*, create: bool = False) -> Path | None:
+    """The user's Mochi preset folder (created when ``create``), or None when it does not exist."""
+    folder = bpy.utils.user_resource("SCRIPTS", path=USER_PRESET_PATH, create=create)
+    return Path(folder) if folder and Path(folder).is_dir() else None
+
+
 def preset_folders() -> list[str]:
-    """The bundled presets/ folder and the user's preset folder (scripts/presets/mochi)."""
+    """The bundled presets/ folder, the user's preset folder and its subfolders (a saved preset lives
+    in a folder of its own, with its meshes)."""
     bundled = Path(__file__).resolve().parents[2] / "presets"
     folders = [str(bundled)] if bundled.is_dir() else []
-    user = bpy.utils.user_resource("SCRIPTS", path="presets/mochi", create=False)
-    if user and Path(user).is_dir():
-        folders.append(user)
+    user = user_preset_folder()
+    if user is not None:
+        folders += [str(user)] + [str(p) for p in sorted(user.iterdir()) if p.is_dir()]
     return folders
+
+
+def user_presets() -> list[Path]:
+    """The .toml presets of the user (in the folder or a subfolder of it), by name."""
+    folder = user_preset_folder()
+    return sorted([*folder.glob("*.toml"), *folder.glob("*/*.toml")], key=lambda p: p.stem) if folder else []
+
+
+def save_scene_preset(context, path: Path, *, name: str, description: str = "") -> Path:
+    """Snapshot the scene as a bake would and write it as the preset ``path`` with its meshes.
+
+    Raises:
+        MochiError: an incomplete scene (as Bake says it), a deforming collider, an unwritable folder.
+    """
+    from ...engine.preset_writer import write_preset
+    from ..preset_export import settings_to_preset
+    from ..snapshot import scene_blender_to_settings
+
+    settings = scene_blender_to_settings(context)
+    document, meshes = settings_to_preset(settings, name=name, description=description)
+    return write_preset(path, document, meshes)
 
 
 def apply_preset(preset, scene: bpy.types.Scene, active: bpy.types.Object | None) -> None:
@@ -91,4 +124,78 @@ class MOCHI_OT_preset_apply(bpy.types.Operator):
         return {"FINISHED"}
 
 
-CLASSES = (MOCHI_OT_preset_apply,)
+class MOCHI_OT_preset_save(bpy.types.Operator):
+    """Save this scene's Mochi settings, sources (as meshes) and colliders as a preset in your preset folder"""
+
+    bl_idname = "mochi.preset_save"
+    bl_label = "Save Mochi Preset"
+    bl_options = {"REGISTER"}
+
+    name: StringProperty(name="Name", description="Name of the preset, shown in the preset menu",
+                         default="My Scene")
+    description: StringProperty(name="Description", description="One line about the preset (optional)",
+                                default="")
+
+    def invoke(self, context, event):
+        return context.window_manager.invoke_props_dialog(self)
+
+    def execute(self, context):
+        from ...engine.errors import MochiError
+        from ...engine.preset_writer import mesh_file_name
+
+        name = self.name.strip()
+        if not name:
+            self.report({"ERROR"}, "Give the preset a name.")
+            return {"CANCELLED"}
+        folder = user_preset_folder(create=True)
+        if folder is None:
+            self.report({"ERROR"}, "Blender has no user scripts folder to keep presets in.")
+            return {"CANCELLED"}
+        # Each preset in a folder of its own, so its meshes/ never mix with another preset's.
+        path = folder / mesh_file_name(name)[:-4] / f"{mesh_file_name(name)[:-4]}.toml"
+        try:
+            save_scene_preset(context, path, name=name, description=self.description)
+        except MochiError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        self.report({"INFO"}, f"Saved the preset '{name}' to '{path}'.")
+        return {"FINISHED"}
+
+
+class MOCHI_OT_preset_remove(bpy.types.Operator):
+    """Delete one of your own presets (the presets shipped with Mochi cannot be removed)"""
+
+    bl_idname = "mochi.preset_remove"
+    bl_label = "Remove Mochi Preset"
+    bl_options = {"REGISTER"}
+
+    filepath: StringProperty(name="Preset", description="Path of the user preset's .toml file",
+                             subtype="FILE_PATH", options={"SKIP_SAVE"})
+
+    def invoke(self, context, event):
+        return context.window_manager.invoke_confirm(self, event, title="Remove Mochi Preset",
+                                                     message=f"Delete the preset '{Path(self.filepath).stem}'?",
+                                                     confirm_text="Delete")
+
+    def execute(self, context):
+        import shutil
+
+        folder = user_preset_folder()
+        path = Path(self.filepath)
+        if folder is None or path.suffix != ".toml" or not path.is_file() \
+                or folder.resolve() not in path.resolve().parents:
+            self.report({"ERROR"}, f"'{path}' is not one of your presets; only those in '{folder}' can be removed.")
+            return {"CANCELLED"}
+        try:
+            if path.parent.resolve() != folder.resolve() and path.parent.name == path.stem:
+                shutil.rmtree(path.parent)  # the preset's own folder, with its meshes
+            else:
+                path.unlink()
+        except OSError as exc:
+            self.report({"ERROR"}, f"Cannot delete '{path}': {exc.strerror or exc}.")
+            return {"CANCELLED"}
+        self.report({"INFO"}, f"Removed the preset '{path.stem}'.")
+        return {"FINISHED"}
+
+
+CLASSES = (MOCHI_OT_preset_apply, MOCHI_OT_preset_save, MOCHI_OT_preset_remove)

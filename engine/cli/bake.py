@@ -110,7 +110,7 @@ def run(args) -> int:
         progress = bake(setup, out, frames=frames, backend=backend, resume=args.resume,
                         overwrite=args.overwrite, on_frame=on_frame, on_step=on_frame,
                         info={"preset": str(Path(args.scene).resolve()), "particles_requested": particles,
-                              "up_axis": "Y"},
+                              "up_axis": preset.up_axis},
                         inputs=preset_inputs(preset, particles=particles),
                         max_steps_per_frame=args.max_steps_per_frame or None,
                         log=lambda message: print(message, file=sys.stderr))

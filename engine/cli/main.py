@@ -14,7 +14,7 @@ import sys
 from .. import __version__
 from ..errors import MochiError
 
-SUBCOMMANDS = ("bake", "contacts", "bench", "pack", "render_preview", "free", "export", "wedge")
+SUBCOMMANDS = ("bake", "contacts", "bench", "pack", "render_preview", "free", "export", "wedge", "preset")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -39,7 +39,7 @@ PLATFORM = "linux-x64"
 PYTHON = "3.11"
 BPY = "bpy==5.0.1"
 #: The bundled distributions; each installs a module of the same name.
-BUNDLED = ("filelock", "llvmlite", "numba", "plyfile", "scipy", "trimesh")
+BUNDLED = ("filelock", "llvmlite", "numba", "plyfile", "scipy", "tomli_w", "trimesh")
 PACKAGE = "bl_ext.user_default.mochi"
 
 
@@ -129,6 +129,7 @@ INSTALL_PACK_BAKE_UNINSTALL = """
 
     s = scene.mochi
     s.timestep_mode, s.substeps, s.backend = "SUBSTEPS", 20, "cpu"
+    s.use_auto_stiffness, s.stiffness = False, 6e4  # what 20 steps a frame resolve for these grains
     s.frame_start, s.frame_end = 1, 2
     bpy.ops.wm.save_as_mainfile(filepath=str(work / "scene.blend"))
     # What `blender -b scene.blend -c mochi bake` runs.
@@ -138,6 +139,8 @@ INSTALL_PACK_BAKE_UNINSTALL = """
                          for name in ("numba", "llvmlite", "scipy", "plyfile", "filelock", "numpy") if name in sys.modules}
     import trimesh  # lazily imported by the engine (mesh files): it must load from the bundle too
     report["modules"]["trimesh"] = trimesh.__file__
+    import tomli_w  # lazily imported when a scene is saved as a preset
+    report["modules"]["tomli_w"] = tomli_w.__file__
 
     bpy.ops.preferences.addon_disable(module=package)
     bpy.ops.extensions.package_uninstall(repo_directory=repo_directory, pkg_id="mochi")

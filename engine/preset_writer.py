@@ -1,0 +1,83 @@
+"""Writing presets: a TOML document and the mesh files its emitters and colliders name.
+
+The inverse of ``engine.preset``'s reader for what a scene can be saved as. Meshes are written as
+binary PLY with float64 vertices (read back by ``engine.packing.mesh.read_trimesh``), so a mesh read back is bit-identical to the one written and a saved
+scene packs exactly the same spheres. Every file is written atomically; the TOML last, so a preset on
+disk never names a mesh that is not there.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+
+from .atomic import write_atomic
+from .errors import MochiError
+from .preset import parse_preset
+
+#: Folder beside the TOML that holds its meshes.
+MESH_FOLDER = "meshes"
+
+
+def mesh_file_name(name: str) -> str:
+    """A file name for an object's mesh: letters, digits, '-', '_' and '.' kept, the rest '_'."""
+    return (re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "mesh") + ".ply"
+
+
+def write_mesh_ply(path: str | os.PathLike, vertices: np.ndarray, triangles: np.ndarray) -> None:
+    """A triangle mesh as binary PLY, float64 vertices [m] (V, 3) and int32 faces (T, 3), atomically.
+
+    Written with plyfile rather than trimesh's exporter, which rounds vertices to float32.
+    """
+    from plyfile import PlyData, PlyElement
+
+    vertices = np.asarray(vertices, np.float64)
+    table = np.empty(len(vertices), dtype=[("x", "<f8"), ("y", "<f8"), ("z", "<f8")])
+    table["x"], table["y"], table["z"] = vertices[:, 0], vertices[:, 1], vertices[:, 2]
+    faces = np.empty(len(triangles), dtype=[("vertex_indices", "i4", (3,))])
+    faces["vertex_indices"] = np.asarray(triangles, np.int32)
+    data = PlyData([PlyElement.describe(table, "vertex"), PlyElement.describe(faces, "face")], byte_order="<")
+    write_atomic(path, lambda handle: data.write(handle))
+
+
+def write_preset(path: str | os.PathLike, document: dict, meshes: dict[str, tuple[np.ndarray, np.ndarray]]) -> Path:
+    """Write ``document`` as the preset ``path`` and each mesh beside it under ``meshes/``.
+
+    Args:
+        path: The .toml to write.
+        document: The preset's tables, as ``engine.preset.parse_preset`` reads them; mesh paths relative
+            to the preset (``meshes/NAME.ply``).
+        meshes: Relative path (as named in the document) → (vertices [m] (V, 3), triangles (T, 3)).
+
+    Returns:
+        The preset's absolute path.
+
+    Raises:
+        MochiError: a path that is not a .toml, a folder that cannot be written, or a document that
+            would not read back as a valid preset (checked before anything is written).
+    """
+    import tomli_w
+
+    path = Path(path).absolute()
+    if path.suffix.lower() != ".toml":
+        raise MochiError(f"A preset is a .toml file, not '{path.name}'.")
+    text = tomli_w.dumps(document)
+    parse_preset(_document_as_read(text), str(path))  # refuse before writing what would not load
+    try:
+        (path.parent / MESH_FOLDER).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise MochiError(f"Cannot create '{path.parent / MESH_FOLDER}': {exc.strerror or exc}.") from None
+    for relative, (vertices, triangles) in meshes.items():
+        write_mesh_ply(path.parent / relative, vertices, triangles)
+    write_atomic(path, lambda handle: handle.write(text.encode("utf-8")))
+    return path
+
+
+def _document_as_read(text: str) -> dict:
+    import tomllib
+
+    return tomllib.load(io.BytesIO(text.encode("utf-8")))
