@@ -24,6 +24,7 @@ class BakeOutcome:
     level: str
     message: str
     frames_written: int
+    cancelled: bool = False
 
 
 class BakeMonitor:
@@ -72,10 +73,13 @@ class BakeMonitor:
             return BakeOutcome("ERROR", p.error, frames)
         if p.cancelled:
             return BakeOutcome("WARNING", f"Bake cancelled; frames 1–{frames} are complete and can be resumed.",
-                               frames)
+                               frames, cancelled=True)
         if not playback.playback_supported():
             return BakeOutcome("WARNING", f"Baked {frames} frames to '{self.job.folder}'; playing them back "
                                "needs Blender 4.5 or newer.", frames)
+        if p.notes:  # the physics' own warnings (an overlap above 10%...): shown, never silent
+            return BakeOutcome("WARNING", f"Baked {frames} frames to '{self.job.folder}'. Note: {' '.join(p.notes)}",
+                               frames)
         return BakeOutcome("INFO", f"Baked {frames} frames to '{self.job.folder}'.", frames)
 
 

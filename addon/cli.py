@@ -61,7 +61,7 @@ def bake_open_file(*, frames: int | None, resume: bool, backend: str | None, out
     if outcome.level == "ERROR":
         raise MochiError(outcome.message)
     print(f"mochi: {outcome.message}", flush=True)
-    return 0 if outcome.level == "INFO" else 1
+    return 1 if outcome.cancelled else 0
 
 
 def render_preview(cache: str, *, frame: int, out: str, samples: int, resolution: tuple[int, int]) -> int:

@@ -48,6 +48,7 @@ class BakeProgress:
         backend_name: Backend actually used.
         particle_count: Particles in the bake.
         timings: Accumulated build/detect/update times.
+        notes: Remarks on the scene's physics (``SceneSetup.notes``: an overlap above 10%...).
         steps_per_frame: Steps between two frames.
         steps_into_frame: Steps done towards the frame after ``frames_done``.
         stepping_seconds: Wall-clock time spent stepping so far [s], for the remaining-time estimate.
@@ -63,6 +64,7 @@ class BakeProgress:
     backend_name: str = ""
     particle_count: int = 0
     timings: StepTimings = field(default_factory=StepTimings)
+    notes: tuple[str, ...] = ()
     steps_per_frame: int = 0
     steps_into_frame: int = 0
     stepping_seconds: float = 0.0
@@ -221,7 +223,7 @@ def _bake(setup, folder: Path, frames: int, backend_name: str, resume: bool, ove
         if resume:
             run = _prepare_resume(folder, frames, backend_name, inputs, info, log)
         else:
-            run = _prepare_new(setup, folder, overwrite, backend_name, inputs, info, log)
+            run = _prepare_new(setup, folder, overwrite, backend_name, inputs, info, log, progress)
         written = True
         _run_frames(run, folder, frames, progress, on_frame, on_step)
     except BaseException:
@@ -245,7 +247,7 @@ class _Run:
 
 
 def _prepare_new(setup: SceneSetup, folder: Path, overwrite: bool, backend_name: str, inputs: dict | None,
-                 info: dict, log) -> _Run:
+                 info: dict, log, progress: BakeProgress) -> _Run:
     existing = read_manifest(folder)
     done = existing["frames_completed"] if existing else 0
     if done >= 1 and not overwrite:
@@ -256,6 +258,7 @@ def _prepare_new(setup: SceneSetup, folder: Path, overwrite: bool, backend_name:
                          "folder or overwrite.")
     model = setup.model
     info.setdefault("scene", setup.name)
+    progress.notes = tuple(setup.notes)
     runner = _make_runner(model, backend_name, info, log)
     _record_inputs(info, inputs)
     writer = CacheWriter(folder, model, info)

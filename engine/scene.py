@@ -115,6 +115,8 @@ def _distance_to_colliders(origins: np.ndarray, direction: np.ndarray, colliders
         det = np.einsum("ij,ij->i", e1, pvec)
         usable = np.abs(det) > 1e-14
         a, e1, e2, pvec, det = a[usable], e1[usable], e2[usable], pvec[usable], det[usable]
+        if len(a) == 0:  # every triangle edge-on to the rays
+            continue
         step = max(1, chunk // max(len(a), 1))
         for start in range(0, origins.shape[0], step):
             o = origins[start:start + step, None, :] - a[None]  # (r, T, 3)

@@ -92,7 +92,7 @@ class MOCHI_OT_bake(_BakeBase, bpy.types.Operator):
 
     bl_idname = "mochi.bake"
     bl_label = "Bake"
-    bl_options = {"REGISTER"}
+    bl_options = {"REGISTER", "UNDO"}  # one undo step for the playback object the bake adds
 
 
 class MOCHI_OT_bake_resume(_BakeBase, bpy.types.Operator):
@@ -100,7 +100,7 @@ class MOCHI_OT_bake_resume(_BakeBase, bpy.types.Operator):
 
     bl_idname = "mochi.bake_resume"
     bl_label = "Resume"
-    bl_options = {"REGISTER"}
+    bl_options = {"REGISTER", "UNDO"}
     resume = True
 
 

@@ -117,6 +117,7 @@ class MOCHI_PT_bake(_PhysicsPanel, bpy.types.Panel):
 
     def draw(self, context):
         from ..bake_job import current_job
+        from .status import progress_of
 
         layout = self.layout
         layout.use_property_split = True
@@ -127,11 +128,9 @@ class MOCHI_PT_bake(_PhysicsPanel, bpy.types.Panel):
         layout.prop(s, "cache_directory")
         job = current_job()
         if job is not None:
-            p = job.progress
-            total = max(1, int(p.frames_total or 1))
-            done = job.last_frame_written()
+            factor, text = progress_of(job)
             row = layout.row(align=True)
-            row.progress(factor=done / total, type="BAR", text=f"Frame {done} of {total}")
+            row.progress(factor=factor, type="BAR", text=text)
             row.operator("mochi.bake_cancel", text="", icon="CANCEL")
             return
         row = layout.row(align=True)

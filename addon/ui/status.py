@@ -3,15 +3,28 @@
 from __future__ import annotations
 
 
+def progress_of(job) -> tuple[float, str]:
+    """(fraction done, one line) of a running bake, moving within frames: 'Frame 3 of 48, 2 min 10 s left'."""
+    from ...engine.estimate import format_duration
+
+    p = job.progress
+    total = max(1, int(p.frames_total or 1))
+    done = job.last_frame_written()
+    if p.timings.steps == 0:  # packing, then the first steps (the first bake after an install compiles)
+        return done / total, f"Frame {done} of {total}, starting (the first bake after an install compiles ~45 s)"
+    remaining = p.remaining_seconds
+    left = f", {format_duration(remaining)} left" if remaining is not None else ""
+    return min(p.frames_exact / total, 1.0), f"Frame {done} of {total}{left}"
+
+
 def draw_status(self, _context):
     from ..bake_job import current_job
 
     job = current_job()
     if job is None:
         return
-    total = max(1, int(job.progress.frames_total or 1))
-    done = job.last_frame_written()
-    self.layout.progress(factor=done / total, type="BAR", text=f"Mochi bake {done}/{total}")
+    factor, text = progress_of(job)
+    self.layout.progress(factor=factor, type="BAR", text=f"Mochi: {text}")
 
 
 def register():
