@@ -237,7 +237,9 @@ def bake_variant(preset_path: str, variant: WedgeVariant, options: WedgeBakeOpti
         resuming = options.resume and manifest is not None and manifest.get("frames_completed", 0) >= 1
         setup = None if resuming else setup_from_preset(preset, particles=options.particles)
         progress = bake(setup, variant.folder, frames=options.frames or preset.frames, backend=options.backend,
-                        resume=options.resume, overwrite=options.overwrite,
+                        # --resume continues the variants that have a bake and starts the others (a
+                        # farm task retried, or run for the first time, does the right thing either way).
+                        resume=resuming, overwrite=options.overwrite,
                         info={"preset": str(Path(preset_path).resolve()), "up_axis": preset.up_axis,
                               "particles_requested": options.particles, "wedge": variant.values},
                         inputs=preset_inputs(preset, particles=options.particles))
