@@ -9,7 +9,8 @@
 #                              wrapper that runs Blender inside the chroot with /proc, /dev, /sys, /tmp
 #                              and the checkout bind-mounted at their own paths (a private mount
 #                              namespace per call: nothing stays mounted on the host).
-# The chroot also holds Xvfb, xdotool and Mesa's software OpenGL for the UI test (tests/blender_ui).
+# The chroot also holds Xvfb, xdotool, xwd and Mesa's software OpenGL and EGL for the UI test and the
+# EEVEE renders (tests/addon/test_blender_executable.py).
 # (Debian names the cattrs package python3-cattr.) Provisioning needs root, debootstrap and Debian's archive (about 1.5 GB, 5-10 min); later calls
 # only check a stamp file and need no network. Exit 1 with one sentence when it cannot provision.
 set -euo pipefail
@@ -27,7 +28,7 @@ CACHE=${MOCHI_BLENDER_CACHE:-$HOME/.cache/mochi/blender-sid}
 ROOT=$CACHE/root
 WRAPPER=$CACHE/blender
 # Everything the chroot holds; a change here re-provisions (the stamp holds this list).
-PACKAGES="blender python3-numpy python3-cattr python3-requests python3-zstandard python3-pytest xvfb xauth xdotool libgl1-mesa-dri libegl1 libegl-mesa0 ca-certificates"
+PACKAGES="blender python3-numpy python3-cattr python3-requests python3-zstandard python3-pytest xvfb xauth xdotool libgl1-mesa-dri libegl1 libegl-mesa0 x11-apps ca-certificates"
 MIRROR=${MOCHI_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 STAMP_WANT="sid $PACKAGES"
 

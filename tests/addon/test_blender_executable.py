@@ -10,12 +10,15 @@ line, with its own user folder (BLENDER_USER_RESOURCES):
 3. ``blender -b scene.blend -c mochi bake`` bakes it and saves its playback object;
 4. ``blender -b scene.blend -E CYCLES|BLENDER_EEVEE -f 4`` renders the grains (checked in the pixels);
 5. the same render in a Blender that never had the extension (the farm case) and after uninstalling;
-6. a Blender without numpy enables and disables the extension: one sentence, no traceback.
+6. a Blender without numpy enables and disables the extension: one sentence, no traceback;
+7. under Xvfb, the Bake button's operator runs in Blender's event loop, is cancelled with a real Esc
+   key event and resumed (tests/addon/ui_bake_button.py drives the window).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -43,14 +46,14 @@ MAKE_SCENE = """
     import bpy
     from math import radians
 
-    path = sys.argv[sys.argv.index("--") + 1]
+    path, frames, substeps, radius = sys.argv[sys.argv.index("--") + 1:]
     bpy.ops.wm.read_homefile(use_empty=True)
     scene = bpy.context.scene
 
     bpy.ops.mesh.primitive_cube_add(size=0.7, location=(0.0, 0.0, 2.0))
     source = bpy.context.object
     source.name = "Source"
-    source.mochi.role, source.mochi.radius = "SOURCE", 0.07
+    source.mochi.role, source.mochi.radius = "SOURCE", float(radius)
     bpy.ops.mesh.primitive_cube_add(size=1.0, location=(0.0, 0.0, 0.9), rotation=(radians(15), 0.0, 0.0))
     ramp = bpy.context.object
     ramp.name = "Ramp"
@@ -73,14 +76,14 @@ MAKE_SCENE = """
     sun.data.energy = 3.0
 
     s = scene.mochi
-    s.timestep_mode, s.substeps, s.backend = "SUBSTEPS", 20, "cpu"
-    s.frame_start, s.frame_end = 1, %(frames)d
+    s.timestep_mode, s.substeps, s.backend = "SUBSTEPS", int(substeps), "cpu"
+    s.frame_start, s.frame_end = 1, int(frames)
     render = scene.render
     render.resolution_x, render.resolution_y, render.resolution_percentage = 160, 120, 100
     render.image_settings.file_format = "PNG"
     scene.cycles.samples, scene.cycles.use_denoising, scene.cycles.device = 8, False, "CPU"
     bpy.ops.wm.save_as_mainfile(filepath=path)
-""" % {"frames": FRAMES}
+"""
 
 
 #: Shell script run in a new mount namespace: lay a tmpfs over the folder "$0" holding the package "$1"
@@ -130,8 +133,8 @@ def ok(result: subprocess.CompletedProcess) -> str:
     return output
 
 
-def grain_pixel_fraction(path: Path) -> float:
-    """The fraction of a PNG's pixels of the grains' hue (orange: red clearly above blue)."""
+def png_pixels(path: Path) -> np.ndarray:
+    """A PNG's pixels as read by Blender, shape (pixel_count, channels), values 0-1."""
     image = bpy.data.images.load(str(path))
     try:
         channels = image.channels
@@ -139,22 +142,38 @@ def grain_pixel_fraction(path: Path) -> float:
         image.pixels.foreach_get(pixels)
     finally:
         bpy.data.images.remove(image)
-    rgb = pixels.reshape(-1, channels)[:, :3]
-    red, green, blue = rgb.T
+    return pixels.reshape(-1, channels)
+
+
+def grain_pixel_fraction(path: Path) -> float:
+    """The fraction of a PNG's pixels of the grains' hue (orange: red clearly above blue)."""
+    red, green, blue = png_pixels(path)[:, :3].T
     return float(np.mean((red > 0.15) & (red > 1.3 * blue) & (green > 1.1 * blue)))
 
 
 @pytest.fixture(scope="module")
-def baked(tmp_path_factory):
-    """A user folder with the zip installed by the command line, and a .blend baked by `-c mochi bake`."""
+def installed_user(tmp_path_factory) -> Path:
+    """A user folder where the command line installed and enabled the zip (shared: numba compiles once)."""
     user = tmp_path_factory.mktemp("user")
-    work = tmp_path_factory.mktemp("work")
     ok(blender("--command", "extension", "install-file", "-r", "user_default", "-e", PREBUILT_ZIP, user=user))
+    return user
+
+
+def saved_scene(user: Path, work: Path, *, frames: int, substeps: int, radius: float) -> Path:
+    """work/scene.blend made by MAKE_SCENE in a Blender with the extension."""
     scene = work / "scene.blend"
     ok(blender("-b", "--python-exit-code", "1", "--python-expr", textwrap.dedent(MAKE_SCENE), "--",
-               str(scene), user=user))
-    bake = blender("-b", str(scene), "-c", "mochi", "bake", user=user)
-    return user, work, scene, bake
+               str(scene), str(frames), str(substeps), str(radius), user=user))
+    return scene
+
+
+@pytest.fixture(scope="module")
+def baked(installed_user, tmp_path_factory):
+    """A .blend baked by `blender -b scene.blend -c mochi bake` (the run is checked by the tests)."""
+    work = tmp_path_factory.mktemp("work")
+    scene = saved_scene(installed_user, work, frames=FRAMES, substeps=20, radius=0.07)
+    bake = blender("-b", str(scene), "-c", "mochi", "bake", user=installed_user)
+    return installed_user, work, scene, bake
 
 
 def render(scene: Path, engine: str, out: Path, *, user: Path) -> Path:
@@ -222,3 +241,55 @@ def test_blender_without_numpy_gets_one_sentence(baked):
     sentence = ("Mochi is inactive: this Blender's Python has no numpy (a Linux distribution's Blender "
                 "needs its numpy package, e.g. `apt install python3-numpy`).")
     assert result.stderr.count(sentence) == 2  # at start-up and at the explicit enable, once each
+
+
+UI_SCRIPT = Path(__file__).with_name("ui_bake_button.py")
+SCREENSHOTS = ("idle", "baking", "finished")
+
+
+@pytest.mark.skipif(shutil.which("xvfb-run") is None or shutil.which("xdotool") is None,
+                    reason="needs Xvfb (xvfb-run) and xdotool")
+def test_bake_button_in_the_event_loop(installed_user, tmp_path):
+    """The Bake button's operator in Blender's own event loop: runs on timer events, Esc, Resume."""
+    user = installed_user
+    # Frames of a few tenths of a second, so that Esc lands in the middle of the bake.
+    scene = saved_scene(user, tmp_path, frames=24, substeps=1500, radius=0.04)
+    out = tmp_path / "ui"
+    out.mkdir()
+    command = ["xvfb-run", "--auto-servernum", "--server-args", "-screen 0 1100x1350x24",
+               bpy.app.binary_path, str(scene), "--python", str(UI_SCRIPT), "--", str(out)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=500,
+                            env={**os.environ, "BLENDER_USER_RESOURCES": str(user)})
+    log = result.stdout[-4000:] + result.stderr[-4000:]
+    assert (out / "report.json").is_file(), log
+    report = json.loads((out / "report.json").read_text())
+    assert report["error"] is None, report["error"] + log
+    steps = {step["step"]: step for step in report["steps"]}
+
+    assert steps["invoke bake"]["result"] == ["RUNNING_MODAL"]  # modal, not the blocking execute()
+    cancelled = steps["cancelled"]
+    total = cancelled["frames_total"]
+    assert total == 24 and cancelled["cancelled"]
+    assert 2 <= cancelled["frames_written"] < total  # Esc stopped it after the frame being computed
+    kept = cancelled["frames_on_disk"]
+    assert list(kept) == [f"frame_{f:04d}.ply" for f in range(1, cancelled["frames_written"] + 1)]
+    assert steps["invoke resume"]["result"] == ["RUNNING_MODAL"] and steps["resume started"]["running"]
+    finished = steps["finished"]
+    assert not finished["cancelled"] and finished["error"] is None and finished["frames_written"] == total
+    assert list(finished["frames_on_disk"]) == [f"frame_{f:04d}.ply" for f in range(1, total + 1)]
+    # Resume carried on after the last complete frame: the frames before it were not written again.
+    assert {name: finished["frames_on_disk"][name] for name in kept} == kept
+
+    # The editor kept drawing while the worker baked, each redraw with the frame reached by then.
+    shown = [frame for _, frame in report["draws"] if frame is not None]
+    assert len(set(shown)) >= 3 and shown == sorted(shown), shown
+    pixels = {name: png_pixels(out / f"{name}.png") for name in SCREENSHOTS}
+    for name, image in pixels.items():
+        assert image.std() > 0.02, f"the {name} screenshot is blank"
+    # The progress bar replaced the Bake/Resume buttons: the screenshots differ where it is drawn.
+    rows = min(len(pixels["idle"]), len(pixels["baking"]))
+    assert np.abs(pixels["baking"][-rows:] - pixels["idle"][-rows:]).max() > 0.1
+
+    if target := os.environ.get("MOCHI_SCREENSHOT_DIR"):  # scripts/test.sh --screenshots refreshes docs/
+        for name in SCREENSHOTS:
+            shutil.copy2(out / f"{name}.png", Path(target) / f"bake_button_{name}.png")
