@@ -11,8 +11,9 @@
 #                              namespace per call: nothing stays mounted on the host).
 # The chroot also holds Xvfb, xdotool, xwd and Mesa's software OpenGL and EGL for the UI test and the
 # EEVEE renders (tests/addon/test_blender_executable.py).
-# (Debian names the cattrs package python3-cattr.) Provisioning needs root, debootstrap and Debian's archive (about 1.5 GB, 5-10 min); later calls
-# only check a stamp file and need no network. Exit 1 with one sentence when it cannot provision.
+# (Debian names the cattrs package python3-cattr.) Provisioning needs root, debootstrap and Debian's
+# archive (about 1.2 GB, some 5 minutes); later calls only check a stamp file and need no network.
+# Exit 1 with one sentence when it cannot provision.
 set -euo pipefail
 
 if [ -n "${BLENDER:-}" ]; then
@@ -47,6 +48,13 @@ if ! command -v debootstrap >/dev/null 2>&1; then
 fi
 
 mkdir -p "$CACHE"
+# Two test runs provisioning at once would debootstrap into the same folder: the second waits.
+exec 9>"$CACHE/lock"
+flock 9
+if [ -f "$CACHE/stamp" ] && [ "$(cat "$CACHE/stamp")" = "$STAMP_WANT" ] && [ -x "$WRAPPER" ]; then
+    echo "$WRAPPER"
+    exit 0
+fi
 if [ ! -x "$ROOT/usr/bin/apt-get" ]; then
     rm -rf "$ROOT"
     echo "provision_blender: debootstrap of Debian sid into $ROOT (once; several minutes)" >&2

@@ -79,17 +79,24 @@ def x_screen_rgb() -> np.ndarray:
 
 
 def screenshot(name: str) -> None:
-    """Save the maximised properties editor (the Physics tab) as OUT/<name>.png, from the X screen."""
+    """Save the maximised properties editor (the Physics tab) over the window's status bar (progress
+    and the operator's report) as OUT/<name>.png, from the X screen."""
     override = properties_override()
     window, area = override["window"], override["area"]
     screen = x_screen_rgb()
     # Blender counts window and area positions from the bottom left, X from the top left.
     left = window.x + area.x
     top = screen.shape[0] - (window.y + area.y + area.height)
-    crop = screen[top:top + area.height, left:left + area.width]
-    # Drop the empty editor below the last panel (rows equal to the bottom row), keeping a margin.
-    filled = np.flatnonzero(np.abs(crop - crop[-1]).max(axis=(1, 2)) > 0.02)
-    crop = crop[:min(len(crop), filled[-1] + 16)] if filled.size else crop
+    editor = screen[top:top + area.height, left:left + area.width]
+    # Drop the empty editor below the last panel (rows equal to the bottom row), keeping a margin; the
+    # first screenshot fixes the height, so that all of them have the same size.
+    if "editor_rows" not in report:
+        filled = np.flatnonzero(np.abs(editor - editor[-1]).max(axis=(1, 2)) > 0.02)
+        report["editor_rows"] = int(min(len(editor), filled[-1] + 40)) if filled.size else len(editor)
+    editor = editor[:report["editor_rows"]]
+    window_bottom = screen.shape[0] - window.y
+    status_bar = screen[window_bottom - area.y:window_bottom, left:left + area.width]
+    crop = np.concatenate([editor, status_bar])
     image = bpy.data.images.new(f"screenshot {name}", crop.shape[1], crop.shape[0], alpha=False)
     rgba = np.concatenate([crop[::-1], np.ones(crop.shape[:2] + (1,), np.float32)], axis=-1)
     image.pixels.foreach_set(rgba.ravel())
@@ -153,7 +160,7 @@ def run_steps():
     log("resume started", running=resumed is not None)
     while job_module().current_job() is not None:
         yield 0.2
-    yield 0.5  # the finished panel
+    yield 0.5  # the finished panel, the report in the status bar
     log("finished", cancelled=bool(resumed.progress.cancelled), error=resumed.progress.error,
         frames_written=resumed.last_frame_written(), frames_on_disk=frame_files())
     screenshot("finished")
