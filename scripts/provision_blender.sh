@@ -12,7 +12,7 @@
 # The chroot also holds Xvfb, xdotool, xwd and Mesa's software OpenGL and EGL for the UI test and the
 # EEVEE renders (tests/addon/test_blender_executable.py).
 # (Debian names the cattrs package python3-cattr.) Provisioning needs root, debootstrap and Debian's
-# archive (about 1.2 GB, some 5 minutes); later calls only check a stamp file and need no network.
+# archive (1.4 GB on disk, about 3 minutes); later calls only check a stamp file and need no network.
 # Exit 1 with one sentence when it cannot provision.
 set -euo pipefail
 
