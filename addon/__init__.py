@@ -34,10 +34,10 @@ def register():
     for module in MODULES:
         module.register()
     bpy.app.handlers.load_pre.append(_stop_bake_before_load)
-    if hasattr(bpy.utils, "register_cli_command"):
-        from .cli import cli_command
+    from .cli import cli_command
+    from .compat import register_cli_command
 
-        _cli_handle = bpy.utils.register_cli_command("mochi", cli_command)
+    _cli_handle = register_cli_command("mochi", cli_command)
 
 
 def unregister():

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..engine.cache import FRAME_PATTERN
 from ..engine.errors import MochiError
+from . import compat
 
 PLAYBACK_GROUP = "Mochi Playback"
 POINTS_GROUP = "Mochi Points"
@@ -24,7 +25,7 @@ INPUT_FOLDER, INPUT_START, INPUT_LAST, INPUT_MATERIAL = "Cache Folder", "Start F
 
 def playback_supported() -> bool:
     """Whether this Blender has the 'Import PLY' geometry node (Blender 4.5 and newer)."""
-    return hasattr(bpy.types, "GeometryNodeImportPLY")
+    return compat.has_import_ply_node()
 
 
 def _new_group(name: str) -> bpy.types.NodeTree:
@@ -133,7 +134,7 @@ def build_playback_group(*, use_format_string: bool | None = None) -> bpy.types.
         raise MochiError("Playing a Mochi cache back needs Blender 4.5 or newer (the Import PLY node); "
                          "the bake itself is complete.")
     if use_format_string is None:
-        use_format_string = hasattr(bpy.types, "FunctionNodeFormatString")
+        use_format_string = compat.has_format_string_node()
     group = _new_group(PLAYBACK_GROUP)
     interface = group.interface
     interface.new_socket(INPUT_FOLDER, in_out="INPUT", socket_type="NodeSocketString")
@@ -200,7 +201,7 @@ def grain_material() -> bpy.types.Material:
     if material is None:
         material = bpy.data.materials.new(MATERIAL_NAME)
         material.diffuse_color = (0.8, 0.55, 0.35, 1.0)
-        if bpy.app.version < (5, 0, 0):  # node materials are the only kind from Blender 5.0
+        if compat.needs_use_nodes():
             material.use_nodes = True
         bsdf = material.node_tree.nodes.get("Principled BSDF") if material.node_tree else None
         if bsdf is not None:
@@ -221,10 +222,6 @@ def mochi_collection(scene: bpy.types.Scene) -> bpy.types.Collection:
 def _group(name: str, builder) -> bpy.types.NodeTree:
     group = bpy.data.node_groups.get(name)
     return group if group is not None else builder()
-
-
-def _set_input(modifier, name: str, value) -> None:
-    modifier[modifier.node_group.interface.items_tree[name].identifier] = value
 
 
 def folder_for_node(folder: str) -> str:
@@ -255,11 +252,11 @@ def ensure_playback_object(scene: bpy.types.Scene, folder: str, *, start_frame: 
         modifier = obj.modifiers.new(MODIFIER_NAME, "NODES")
     if modifier.node_group is None:
         modifier.node_group = _group(PLAYBACK_GROUP, build_playback_group)
-    _set_input(modifier, INPUT_FOLDER, folder_for_node(folder))
-    _set_input(modifier, INPUT_START, int(start_frame))
-    _set_input(modifier, INPUT_LAST, max(1, int(last_frame)))
-    if modifier.get(modifier.node_group.interface.items_tree[INPUT_MATERIAL].identifier) is None:
-        _set_input(modifier, INPUT_MATERIAL, grain_material())
+    compat.modifier_input_set(modifier, INPUT_FOLDER, folder_for_node(folder))
+    compat.modifier_input_set(modifier, INPUT_START, int(start_frame))
+    compat.modifier_input_set(modifier, INPUT_LAST, max(1, int(last_frame)))
+    if compat.modifier_input_get(modifier, INPUT_MATERIAL) is None:
+        compat.modifier_input_set(modifier, INPUT_MATERIAL, grain_material())
     obj.rotation_euler = (np.pi / 2, 0.0, 0.0) if up_axis.upper() == "Y" else (0.0, 0.0, 0.0)
     obj.update_tag()
     return obj
@@ -269,7 +266,7 @@ def set_last_frame(obj: bpy.types.Object, last_frame: int) -> None:
     """Let playback show cache frames up to ``last_frame`` (called as frames are written)."""
     modifier = obj.modifiers.get(MODIFIER_NAME)
     if modifier is not None and modifier.node_group is not None:
-        _set_input(modifier, INPUT_LAST, max(1, int(last_frame)))
+        compat.modifier_input_set(modifier, INPUT_LAST, max(1, int(last_frame)))
         obj.update_tag()
 
 
@@ -307,6 +304,6 @@ def show_packing(scene: bpy.types.Scene, source: bpy.types.Object, positions: np
     preview.hide_render = True  # a viewport preview; the bake is what renders
     modifier = preview.modifiers.new("Mochi Points", "NODES")
     modifier.node_group = _group(POINTS_GROUP, build_points_group)
-    _set_input(modifier, INPUT_MATERIAL, grain_material())
+    compat.modifier_input_set(modifier, INPUT_MATERIAL, grain_material())
     source.mochi.pack_preview = preview
     return preview

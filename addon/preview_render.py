@@ -9,7 +9,7 @@ import bpy
 import numpy as np
 
 from ..engine.errors import MochiError
-from . import playback
+from . import compat, playback
 from .settings import UP_AXIS_KEY
 
 
@@ -72,7 +72,7 @@ def render_cache_frame(cache: Path, *, frame: int, out: Path, samples: int = 16,
     scene.collection.objects.link(sun)
     world = bpy.data.worlds.new("Mochi World")
     world.color = (0.18, 0.18, 0.2)
-    if bpy.app.version < (5, 0, 0):  # node worlds are the only kind from Blender 5.0
+    if compat.needs_use_nodes():
         world.use_nodes = True
     background = world.node_tree.nodes.get("Background") if world.node_tree else None
     if background is not None:

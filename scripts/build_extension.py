@@ -3,6 +3,7 @@
     python scripts/build_extension.py                          # dist/mochi-0.1.0-<platform>.zip (Python 3.11)
     python scripts/build_extension.py --platform linux-x64     # one platform
     python scripts/build_extension.py --python 3.13            # dist/mochi-0.1.0-python3.13-<platform>.zip
+    python scripts/build_extension.py --python 3.14            # a distribution's Blender on Python 3.14
 
 Steps: fetch the missing wheels (scripts/fetch_wheels.py) and check that their requirements are met;
 build the plain extension from the repository with Blender's own tool, so that the committed manifest's
@@ -157,7 +158,8 @@ def check_zip(path: Path, wheels: list[Path]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--python", choices=sorted(fetch_wheels.PYTHON_LINES), default="3.11",
-                        help="Python of the Blender line: 3.11 for Blender 4.2-5.0, 3.13 for 5.1+")
+                        help="Python of the Blender line: " + "; ".join(
+                            f"{k} for {v}" for k, v in fetch_wheels.PYTHON_LINES.items()))
     parser.add_argument("--platform", action="append", choices=sorted(fetch_wheels.PLATFORM_TAGS),
                         help="a Blender platform (repeatable); all four by default")
     parser.add_argument("--output-dir", type=Path, default=REPO / "dist", help="where the zips go (default dist/)")

@@ -1,7 +1,8 @@
 """Download the wheels the Blender extension bundles: the CPU path's runtime dependencies, from PyPI.
 
-    python scripts/fetch_wheels.py                                 # Python 3.11 (Blender 4.2-5.0), 4 platforms
+    python scripts/fetch_wheels.py                                 # Python 3.11 (Blender 4.5-5.0), 4 platforms
     python scripts/fetch_wheels.py --python 3.13                   # Blender 5.1+
+    python scripts/fetch_wheels.py --python 3.14                   # a distribution's Blender on 3.14
     python scripts/fetch_wheels.py --platform linux-x64 --check    # one platform; verify requirements
 
 Wheels land, unmodified, in ``wheels/cp311/<platform>/`` (``wheels/`` is ignored by git). pip downloads
@@ -27,7 +28,8 @@ REPO = Path(__file__).resolve().parent.parent
 WHEELS_DIR = REPO / "wheels"
 
 #: Python of each Blender line: a separate set of zips per line, since compiled wheels differ.
-PYTHON_LINES = {"3.11": "Blender 4.2 to 5.0", "3.13": "Blender 5.1 and newer"}
+PYTHON_LINES = {"3.11": "Blender 4.5 to 5.0", "3.13": "Blender 5.1 and newer",
+                "3.14": "Linux distributions' Blender on Python 3.14 (Debian sid's 5.2 LTS)"}
 
 #: Blender platform -> the pip platform tags to accept, most specific first. pip expands a macOS tag to
 #: every older macOS, but not a manylinux tag, hence the explicit glibc list (Blender needs glibc 2.28).
@@ -57,13 +59,13 @@ PINS = {
 #: Exceptions to PINS. numba publishes no macOS x86_64 wheels after 0.62.1.
 PINS_BY_PLATFORM = {"macos-x64": {"numba": "0.62.1", "llvmlite": "0.45.1"}}
 #: Blender 5.1+ ships numpy 2 (bpy 5.2.3 on PyPI asks numpy>=2.2,<3), which scipy 1.17 covers longer.
-PINS_BY_PYTHON = {"3.13": {"scipy": "1.17.1"}}
+PINS_BY_PYTHON = {"3.13": {"scipy": "1.17.1"}, "3.14": {"scipy": "1.17.1"}}
 
 #: Packages Blender itself provides, never bundled.
 PROVIDED_BY_BLENDER = ("numpy",)
 #: numpy versions the bundled wheels must accept, per Python line: Blender 4.1/4.2's 1.24.3 and
 #: 4.5/5.0's 1.26.4 (bpy 5.0.1 asks numpy>=1.26,<2). For 3.13 no Blender numpy is pinned down here.
-BLENDER_NUMPY = {"3.11": ("1.24.3", "1.26.4"), "3.13": ()}
+BLENDER_NUMPY = {"3.11": ("1.24.3", "1.26.4"), "3.13": (), "3.14": ()}
 
 
 def normalize(name: str) -> str:
@@ -182,7 +184,7 @@ def requirement_problems(wheels: list[Path], python: str, platform: str) -> list
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--python", choices=sorted(PYTHON_LINES), default="3.11",
-                        help="Python of the Blender line: 3.11 for Blender 4.2-5.0, 3.13 for 5.1+")
+                        help="Python of the Blender line: " + "; ".join(f"{k} for {v}" for k, v in PYTHON_LINES.items()))
     parser.add_argument("--platform", action="append", choices=sorted(PLATFORM_TAGS),
                         help="a Blender platform (repeatable); all four by default")
     parser.add_argument("--dest", type=Path, default=WHEELS_DIR, help="root folder of the wheels (default wheels/)")

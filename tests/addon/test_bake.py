@@ -191,12 +191,13 @@ def test_playback_group_for_blender_4_5_matches(small_scene):
     playback = mochi_module("addon.playback")
     obj = small_scene.mochi.playback_object
     expected = [evaluated_points(obj, f)["position"] for f in (1, 3, 5)]
+    compat = mochi_module("addon.compat")
     modifier = obj.modifiers[playback.MODIFIER_NAME]
-    inputs = {name: modifier[modifier.node_group.interface.items_tree[name].identifier]
-              for name in (playback.INPUT_FOLDER, playback.INPUT_START, playback.INPUT_LAST)}
+    inputs = {name: compat.modifier_input_get(modifier, name)
+              for name in (playback.INPUT_FOLDER, playback.INPUT_START, playback.INPUT_LAST, playback.INPUT_MATERIAL)}
     modifier.node_group = playback.build_playback_group(use_format_string=False)
     for name, value in inputs.items():
-        modifier[modifier.node_group.interface.items_tree[name].identifier] = value
+        compat.modifier_input_set(modifier, name, value)
     for frame, reference in zip((1, 3, 5), expected):
         np.testing.assert_array_equal(evaluated_points(obj, frame)["position"], reference)
 

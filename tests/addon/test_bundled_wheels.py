@@ -1,6 +1,7 @@
 """The self-contained extension: the linux-x64 zip works in a Blender that has nothing of ours.
 
-A fresh virtual environment gets the bpy module (and with it the numpy Blender uses) and nothing else:
+A fresh virtual environment of this Python gets this line's bpy module (and with it the numpy Blender
+uses) and nothing else:
 no numba, llvmlite, scipy, trimesh or plyfile. There the zip is installed the way a user does
 (``extensions.package_install_files``, which unpacks the bundled wheels into Blender's extension
 site-packages when the extension is enabled), a cube is packed with the Pack operator and two frames
@@ -8,8 +9,9 @@ are baked through the handler of ``blender -b scene.blend -c mochi bake``. Disab
 must then leave no trace in Blender's user folder, and a new Blender session must not find the wheels'
 packages any more.
 
-Skipped without python3.11, on a host other than Linux x86-64, or when the wheels or bpy cannot be
-downloaded (no network and no pip cache).
+Runs on every bpy-module line (4.5 and 5.0 on Python 3.11, 5.2 on 3.13) with that line's zip. Skipped
+inside a Blender executable (tests/blender_executable installs the zip there), on a host other than
+Linux x86-64, or when the wheels or bpy cannot be downloaded (no network and no pip cache).
 """
 
 from __future__ import annotations
@@ -27,17 +29,19 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import EXTENSION_TOOL, REPO
+from .conftest import EXTENSION_TOOL, REPO, bpy
 
-pytestmark = [pytest.mark.blender, pytest.mark.slow]
+pytestmark = [pytest.mark.blender, pytest.mark.slow,
+              pytest.mark.skipif(bool(bpy.app.binary_path), reason="needs the bpy module in a fresh venv")]
 
 sys.path.insert(0, str(REPO / "scripts"))
 build_extension = importlib.import_module("build_extension")
 fetch_wheels = importlib.import_module("fetch_wheels")
 
 PLATFORM = "linux-x64"
-PYTHON = "3.11"
-BPY = "bpy==5.0.1"
+#: This line's Python and bpy: the zip and the fresh environment match the Blender under test.
+PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
+BPY = "bpy==" + ".".join(map(str, bpy.app.version))
 #: The bundled distributions; each installs a module of the same name.
 BUNDLED = ("filelock", "llvmlite", "numba", "plyfile", "scipy", "tomli_w", "trimesh")
 PACKAGE = "bl_ext.user_default.mochi"
@@ -61,19 +65,19 @@ def clean_environment(**extra: str) -> dict[str, str]:
     """This process's environment without anything that would let a child see our packages."""
     env = {k: v for k, v in os.environ.items()
            if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "NUMBA_CACHE_DIR", "BLENDER_USER_RESOURCES")}
-    env["PYTHONNOUSERSITE"] = "1"  # ~/.local/lib/python3.11 must not leak in either
+    env["PYTHONNOUSERSITE"] = "1"  # ~/.local/lib/pythonX.Y must not leak in either
     env.update(extra)
     return env
 
 
 @pytest.fixture(scope="module")
 def fresh_python(tmp_path_factory) -> Path:
-    """The python of a new virtual environment holding bpy 5.0.1 and its own requirements only."""
-    python311 = shutil.which("python3.11")
-    if python311 is None:
-        pytest.skip("python3.11 (the Python of bpy 5.0.1) is not on PATH")
+    """The python of a new virtual environment holding this line's bpy and its own requirements only."""
+    base_python = getattr(sys, "_base_executable", None) or shutil.which(f"python{PYTHON}")
+    if base_python is None:
+        pytest.skip(f"python{PYTHON} (the Python of {BPY}) is not available")
     venv = tmp_path_factory.mktemp("fresh") / "venv"
-    subprocess.run([python311, "-m", "venv", "--without-pip", str(venv)], check=True, env=clean_environment())
+    subprocess.run([base_python, "-m", "venv", "--without-pip", str(venv)], check=True, env=clean_environment())
     python = venv / "bin" / "python"
     # This environment's pip installs into the new one: it shares the pip cache that scripts/setup.sh
     # filled, so bpy is unpacked rather than downloaded again.
