@@ -238,6 +238,8 @@ COLLIDER_HD void collider_gather(const ColliderParams& C, const ColliderProximit
 // grain from a contact at distance dist along (dx, dy, dz), overlap δ, relative velocity dv. With spring
 // null the tangential force is the history-free capped dashpot ('damper'); otherwise spring[0..2] is
 // the tangential spring ξ [m], updated in place over dt [s] with stiffness ratio k_t / k ('spring').
+// dem_contact (kernels/dem_math.cuh) is the same law in float32 for grain pairs and walls; this one is
+// double, as the CPU reference evaluates collider contacts, and builds for the host without CUDA.
 COLLIDER_HD void collider_contact(double dx, double dy, double dz, double dist, double overlap, double dvx,
                                   double dvy, double dvz, double m_eff, double stiffness, double beta, double mu,
                                   double& fx, double& fy, double& fz, double* spring = nullptr, double dt = 0.0,
