@@ -19,7 +19,8 @@ force.
 Static friction (friction_model 'spring', as the CPU reference decides it): every collider keeps, per
 grain and contact slot, the tangential spring and the normal it was last used with, float64
 (n, MAX_CONTACTS, 3) each, and the slots in use, int32 (n,), by model index, so slot reorders never
-move them (kernels/dem_params.h ``ColliderParams``). ``get_history``/``set_history`` convert them to
+move them (kernels/dem_params.h ``ColliderParams``): 196 bytes per grain and collider, as the CPU
+reference keeps them. ``get_history``/``set_history`` convert them to
 and from the CPU's history format (``engine.colliders.collider_set.history_from_springs``), with the
 moving colliders' tree orders, so a bake resumes from either backend's cache.
 
@@ -201,8 +202,9 @@ class DeviceColliders:
         return history
 
     def set_history(self, history: dict) -> None:
-        """Restore what ``get_history`` (or the CPU backend) returned; call after ``reset``. Missing keys
-        mean no springs; the springs are ignored without friction_model 'spring'."""
+        """Restore what ``get_history`` (or the CPU backend) returned, replacing every spring and tree
+        (after a ``reset``, as ``set_state`` does). Missing keys mean none; springs are ignored without
+        friction_model 'spring'."""
         self.reset()
         self.set.set_history(history)
         if self.meshes[0].springs_on and "collider_index" in history:
