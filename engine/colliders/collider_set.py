@@ -155,8 +155,11 @@ class ColliderSet:
                 runtime.time = runtime.vertices = runtime.velocities = runtime.previous = runtime.tree = None
 
     def fresh_copy(self) -> ColliderSet:
-        """The same colliders with a motion and contact state of their own (for a second backend)."""
-        return ColliderSet(self.colliders)
+        """The same colliders, in the same local origin, with a motion and contact state of their own
+        (for a second backend: the GPU backends' ``DeviceColliders``)."""
+        copy = ColliderSet(self.colliders)
+        copy.set_origin(self._runtime[0].origin)
+        return copy
 
     # --- solver hooks -----------------------------------------------------------------------------
 

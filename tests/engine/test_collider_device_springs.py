@@ -202,3 +202,58 @@ def test_gpu_backends_refuse_only_unknown_friction_models():
     check_friction_model(dataclasses.replace(physics, friction_model="damper"))
     with pytest.raises(MochiError, match="know the friction models 'spring' and 'damper', not 'sticky'"):
         check_friction_model(dataclasses.replace(physics, friction_model="sticky"))
+
+
+def test_device_colliders_keep_the_local_origin(host_library, monkeypatch):
+    """The device's own copy of the colliders (ColliderSet.fresh_copy) keeps the local origin the
+    backend gave the model's colliders, so a scene far from the world origin has its vertices in the
+    grains' frame on the GPU too."""
+    monkeypatch.setattr(gpu_colliders, "raw_module", lambda name, **options: HostModule(host_library))
+    colliders, grains, physics = spring_scene("stairs + paddle")
+    colliders.set_origin([1000.0, -64.0, 0.5])
+    model = SimpleNamespace(physics=physics, colliders=colliders, particle_count=len(grains.positions))
+    device = gpu_colliders.DeviceColliders.for_model(PermutedParticles(model, grains))
+    for mine, theirs in zip(device.set.advance(0.25), colliders.advance(0.25)):
+        assert np.array_equal(mine.vertices, theirs.vertices) and mine.vertices[:, 0].max() < 0.0
+
+
+def test_backend_history_carries_the_collider_springs(host_library, monkeypatch):
+    """BackendGpu.get/set_contact_history over the host launcher: a CPU backend's history (grain, wall
+    and collider springs) restored on the GPU side hands its collider springs back unchanged, and the
+    next contact forces equal those of the CPU resumed from the same history."""
+    from engine.backends import make_backend
+    from engine.backends.gpu_backend import BackendGpu
+
+    from .test_colliders import bowl_scene
+
+    monkeypatch.setattr(gpu_colliders, "raw_module", lambda name, **options: HostModule(host_library))
+    setup, _ = bowl_scene(np.random.default_rng(4), friction_model="spring")
+    model = setup.model
+    cpu = make_backend("cpu", model)
+    cpu.set_state(setup.state)
+    cpu.step(int(round(0.3 / model.physics.dt)))
+    state = cpu.get_state()
+    history = cpu.get_contact_history()
+    assert len(history["collider_index"]) > 20 and np.abs(history["collider_spring"]).max() > 0.0
+
+    grains = Grains(state.positions, state.velocities, model.radius, model.material_index, model.mass)
+    grains.active[:] = state.active
+    particles = PermutedParticles(SimpleNamespace(physics=model.physics, colliders=model.colliders,
+                                                  particle_count=model.particle_count), grains)
+    gpu = SimpleNamespace(particles=SimpleNamespace(springs_on=False, particle_count=model.particle_count),
+                          colliders=gpu_colliders.DeviceColliders.for_model(particles), model=model)
+    BackendGpu.set_contact_history(gpu, history)
+    back = BackendGpu.get_contact_history(gpu)
+    assert_same_history(back, history, 0)
+
+    step = int(state.step)
+    resumed = model.colliders.fresh_copy()
+    resumed.set_history(history)
+    force = np.zeros((model.particle_count, 3))
+    resumed.add_forces(step * model.physics.dt, state.positions, state.velocities, model.radius, model.mass,
+                       model.material_index, state.active, force, model.physics)
+    particles.put(state.positions, state.velocities)
+    particles.force[:] = 0.0
+    gpu.colliders.add_forces(step)
+    assert np.array_equal(particles.take()[0], force.astype(np.float32))
+    assert_same_history(gpu.colliders.get_history(), resumed.get_history(), step)
