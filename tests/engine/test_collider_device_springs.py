@@ -4,6 +4,9 @@ or the OptiX programs' traversal emulated, stepped with friction_model 'spring' 
 reference's hooks (engine.colliders.ColliderSet): forces, tangential springs, normals, slot counts and
 grain states agree to the bit over 100 steps of a static bowl, a turning paddle and deforming sheets,
 with the device slots reordered as Morton reorders do and a resume from the CPU's history halfway.
+Also: inactive grains and lost contacts forget their springs, a CPU backend's whole history resumes
+through ``BackendGpu.set_contact_history`` and comes back unchanged, the device copy of the colliders
+keeps the local origin, and only unknown friction models are refused.
 
 Only the launches need a GPU (tests/gpu/test_gpu_colliders.py, test_gpu_bakes.py).
 """
