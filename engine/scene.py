@@ -172,8 +172,8 @@ def setup_from_arrays(*, positions: np.ndarray, radius: np.ndarray, velocities: 
         seed: Seed recorded with the physics.
         name: Scene name.
         frames: Default frame count.
-        friction_model: 'spring' (static friction; on the GPU backends not against frictional mesh
-            colliders) or 'damper' (history-free, runs on every backend).
+        friction_model: 'spring' (static friction) or 'damper' (history-free); both run on every
+            backend, against mesh colliders too.
         colliders: Triangle-mesh colliders (``engine.colliders.ColliderSet``) or None; their surface
             speed counts as an impact speed when dt and stiffness are 'auto'.
 

@@ -1,6 +1,7 @@
-// Grains against triangle-mesh colliders, one grain at a time: the contact forces and the swept test
-// of engine/colliders/kernels.py (friction model 'damper'), line for line, so that the GPU finds the
-// same contacts as the CPU reference. kernels/colliders.cu wraps these in CUDA kernels (one thread per
+// Grains against triangle-mesh colliders, one grain at a time: the contact forces (friction models
+// 'damper' and 'spring', the latter with the tangential springs kept per grain and contact slot) and the
+// swept test of engine/colliders/kernels.py, line for line, so that the GPU finds the same contacts,
+// forces and springs as the CPU reference. kernels/colliders.cu wraps these in CUDA kernels (one thread per
 // slot); tests/engine/test_collider_device_math.py compiles them for the host and compares them with
 // the numba kernels. Included, not compiled on its own.
 //
@@ -37,6 +38,9 @@
 #endif
 #ifndef COLLIDER_ON_TRIANGLE_TOLERANCE
 #define COLLIDER_ON_TRIANGLE_TOLERANCE 1e-6
+#endif
+#ifndef COLLIDER_MATCH_COS
+#define COLLIDER_MATCH_COS 0.7
 #endif
 
 // Corner a of triangle t and its edges b − a, c − a [m] (engine.packing.queries.triangle_edges).
@@ -230,11 +234,16 @@ COLLIDER_HD void collider_gather(const ColliderParams& C, const ColliderProximit
     }
 }
 
-// The wall form of the contact law (kernels._contact with spring = False) in double: force on the
-// grain from a contact at distance dist along (dx, dy, dz), overlap δ, relative velocity dv.
+// The wall form of the contact law (engine/backends/cpu_kernels._contact) in double: force on the
+// grain from a contact at distance dist along (dx, dy, dz), overlap δ, relative velocity dv. With spring
+// null the tangential force is the history-free capped dashpot ('damper'); otherwise spring[0..2] is
+// the tangential spring ξ [m], updated in place over dt [s] with stiffness ratio k_t / k ('spring').
+// dem_contact (kernels/dem_math.cuh) is the same law in float32 for grain pairs and walls; this one is
+// double, as the CPU reference evaluates collider contacts, and builds for the host without CUDA.
 COLLIDER_HD void collider_contact(double dx, double dy, double dz, double dist, double overlap, double dvx,
                                   double dvy, double dvz, double m_eff, double stiffness, double beta, double mu,
-                                  double& fx, double& fy, double& fz) {
+                                  double& fx, double& fy, double& fz, double* spring = nullptr, double dt = 0.0,
+                                  double tangential_ratio = 0.0) {
     double nx = 1.0, ny = 0.0, nz = 0.0;
     if (dist > 0.0) {
         nx = dx / dist;
@@ -249,6 +258,36 @@ COLLIDER_HD void collider_contact(double dx, double dy, double dz, double dist, 
     fz = f_n * nz;
     const double tx = dvx - v_n * nx, ty = dvy - v_n * ny, tz = dvz - v_n * nz;
     const double cap = mu * (0.0 > f_n ? 0.0 : f_n);  // Python's max(f_n, 0.0), signed zeros included
+    if (spring != nullptr) {
+        const double k_t = tangential_ratio * stiffness;
+        const double g_t = 2.0 * beta * sqrt(m_eff * k_t);
+        double sx = spring[0], sy = spring[1], sz = spring[2];
+        const double along = sx * nx + sy * ny + sz * nz;  // keep the spring in the current tangent plane
+        sx = sx - along * nx + tx * dt;
+        sy = sy - along * ny + ty * dt;
+        sz = sz - along * nz + tz * dt;
+        double ftx = -k_t * sx - g_t * tx;
+        double fty = -k_t * sy - g_t * ty;
+        double ftz = -k_t * sz - g_t * tz;
+        const double magnitude = sqrt(ftx * ftx + fty * fty + ftz * ftz);
+        if (magnitude > cap) {
+            const double scale = cap / magnitude;
+            ftx *= scale;
+            fty *= scale;
+            ftz *= scale;
+            // Sliding: shorten the spring so that it alone (with the dashpot) gives the capped force.
+            sx = -(ftx + g_t * tx) / k_t;
+            sy = -(fty + g_t * ty) / k_t;
+            sz = -(ftz + g_t * tz) / k_t;
+        }
+        spring[0] = sx;
+        spring[1] = sy;
+        spring[2] = sz;
+        fx = fx + ftx;
+        fy = fy + fty;
+        fz = fz + ftz;
+        return;
+    }
     const double speed_t = sqrt(tx * tx + ty * ty + tz * tz);
     if (speed_t > 0.0) {
         const double spring_t = 2.0 * root * speed_t;
@@ -259,8 +298,27 @@ COLLIDER_HD void collider_contact(double dx, double dy, double dz, double dist, 
     }
 }
 
+// The contact springs of the grain in slot i against collider C: its row (by model index), null
+// without springs.
+COLLIDER_HD int collider_spring_row(const DemParams& P, const ColliderParams& C, int i) {
+    return C.spring_model ? P.slot_to_model[i] : -1;
+}
+
+// Forgets the springs of the grain in slot i (no contact with C, or inactive), as kernels._clear_slots.
+COLLIDER_HD void collider_forget(const DemParams& P, const ColliderParams& C, int i) {
+    const int row = collider_spring_row(P, C, i);
+    if (row < 0) return;
+    const int old = C.contact_count[row];
+    double* springs = C.springs + 3 * COLLIDER_MAX_CONTACTS * (size_t)row;
+    double* normals = C.normals + 3 * COLLIDER_MAX_CONTACTS * (size_t)row;
+    for (int s = 0; s < 3 * old; ++s) springs[s] = normals[s] = 0.0;
+    C.contact_count[row] = 0;
+}
+
 // Force [N] on the grain in slot i from its candidate triangles, summed over the distinct touching
-// spots in double (kernels.collider_forces, 'damper' friction).
+// spots in double (kernels.collider_forces). With springs, a new contact inherits the spring of the
+// grain's unused slot whose normal is closest (cosine above COLLIDER_MATCH_COS), and the slots are then
+// rewritten with this step's contacts in order, as the CPU reference keeps them.
 COLLIDER_HD double3 collider_resolve(const DemParams& P, const ColliderParams& C, int i,
                                      const ColliderCandidates& candidates) {
     double3 sum = make_double3(0.0, 0.0, 0.0);
@@ -273,6 +331,14 @@ COLLIDER_HD double3 collider_resolve(const DemParams& P, const ColliderParams& C
     const double tolerance2 = tolerance * tolerance;
     const int material = (int)(info >> DEM_INFO_MATERIAL_SHIFT);
     const double m = (double)v4.w;
+    const int row = collider_spring_row(P, C, i);
+    double* springs = row < 0 ? nullptr : C.springs + 3 * COLLIDER_MAX_CONTACTS * (size_t)row;
+    double* normals = row < 0 ? nullptr : C.normals + 3 * COLLIDER_MAX_CONTACTS * (size_t)row;
+    const int old = row < 0 ? 0 : C.contact_count[row];
+    bool used[COLLIDER_MAX_CONTACTS];
+    double hist[COLLIDER_MAX_CONTACTS][3];
+    double contact_normal[COLLIDER_MAX_CONTACTS][3];
+    for (int s = 0; s < old; ++s) used[s] = false;
     int kept = 0;
     for (int a = 0; a < candidates.found && kept < COLLIDER_MAX_CONTACTS; ++a) {
         const int t = candidates.tri[a];
@@ -284,7 +350,7 @@ COLLIDER_HD double3 collider_resolve(const DemParams& P, const ColliderParams& C
             covered = collider_closest(C, candidates.tri[b], q.qx, q.qy, q.qz).d2 <= tolerance2;
         }
         if (covered) continue;
-        ++kept;
+        const int c = kept++;
         const double dist = sqrt(q.d2);
         double dx = px - q.qx, dy = py - q.qy, dz = pz - q.qz;
         double dist_used = dist;
@@ -292,14 +358,47 @@ COLLIDER_HD double3 collider_resolve(const DemParams& P, const ColliderParams& C
             collider_face_normal(C, t, dx, dy, dz);
             dist_used = 1.0;
         }
+        double* spring = nullptr;
+        if (row >= 0) {
+            const double nx = dx / dist_used, ny = dy / dist_used, nz = dz / dist_used;
+            // Inherit the spring of the old slot with the nearest normal, if near enough.
+            int best = -1;
+            double best_cos = COLLIDER_MATCH_COS;
+            for (int s = 0; s < old; ++s) {
+                if (used[s]) continue;
+                const double* n_old = normals + 3 * s;
+                const double cosine = nx * n_old[0] + ny * n_old[1] + nz * n_old[2];
+                if (cosine > best_cos) {
+                    best_cos = cosine;
+                    best = s;
+                }
+            }
+            for (int axis = 0; axis < 3; ++axis) hist[c][axis] = best >= 0 ? springs[3 * best + axis] : 0.0;
+            if (best >= 0) used[best] = true;
+            contact_normal[c][0] = nx;
+            contact_normal[c][1] = ny;
+            contact_normal[c][2] = nz;
+            spring = hist[c];
+        }
         double svx, svy, svz;
         collider_surface_velocity(C, t, q.w0, q.w1, q.w2, svx, svy, svz);
         double fx, fy, fz;
         collider_contact(dx, dy, dz, dist_used, reach - dist, (double)v4.x - svx, (double)v4.y - svy,
-                         (double)v4.z - svz, m, C.stiffness, C.beta[material], C.mu[material], fx, fy, fz);
+                         (double)v4.z - svz, m, C.stiffness, C.beta[material], C.mu[material], fx, fy, fz, spring,
+                         C.dt, C.tangential_ratio);
         sum.x += fx;
         sum.y += fy;
         sum.z += fz;
+    }
+    if (row >= 0) {
+        const int written = kept > old ? kept : old;
+        for (int c = 0; c < written; ++c) {
+            for (int axis = 0; axis < 3; ++axis) {
+                springs[3 * c + axis] = c < kept ? hist[c][axis] : 0.0;
+                normals[3 * c + axis] = c < kept ? contact_normal[c][axis] : 0.0;
+            }
+        }
+        C.contact_count[row] = kept;
     }
     return sum;
 }
@@ -322,10 +421,16 @@ COLLIDER_HD ColliderProximity collider_proximity(const DemParams& P, const Colli
 // Force [N] of one collider on the grain in slot i through the uploaded BVH (kernels.collider_forces
 // without the clearance cache, which only skips work, never changes a result). Zero when inactive.
 COLLIDER_HD double3 collider_grain_force_sum(const DemParams& P, const ColliderParams& C, int i) {
-    if (!(P.info[i] & DEM_INFO_ACTIVE)) return make_double3(0.0, 0.0, 0.0);
+    if (!(P.info[i] & DEM_INFO_ACTIVE)) {
+        collider_forget(P, C, i);
+        return make_double3(0.0, 0.0, 0.0);
+    }
     ColliderCandidates candidates;
     const ColliderProximity q = collider_proximity(P, C, i, candidates);
-    if (collider_box_distance2(C, 0, q.px, q.py, q.pz) >= q.reach2) return make_double3(0.0, 0.0, 0.0);
+    if (collider_box_distance2(C, 0, q.px, q.py, q.pz) >= q.reach2) {
+        collider_forget(P, C, i);
+        return make_double3(0.0, 0.0, 0.0);
+    }
     int stack[COLLIDER_STACK_DEPTH];
     collider_gather(C, q, stack);
     return collider_resolve(P, C, i, candidates);
@@ -336,7 +441,10 @@ COLLIDER_HD double3 collider_grain_force_sum(const DemParams& P, const ColliderP
 // sum to its float64 force in turn, ((f + s0) + s1); with no grain–grain force and one collider the
 // two give the same bits.
 COLLIDER_HD void collider_grain_forces(const DemParams& P, const ColliderParams* colliders, int count, int i) {
-    if (!(P.info[i] & DEM_INFO_ACTIVE)) return;
+    if (!(P.info[i] & DEM_INFO_ACTIVE)) {
+        for (int c = 0; c < count; ++c) collider_forget(P, colliders[c], i);
+        return;
+    }
     double3 sum = make_double3(0.0, 0.0, 0.0);
     for (int c = 0; c < count; ++c) {
         const double3 one = collider_grain_force_sum(P, colliders[c], i);

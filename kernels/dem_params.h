@@ -96,8 +96,17 @@ struct ColliderParams {
     const double* restitution;      // (M,) restitution (swept test)
     const float4* old_pos;          // (n,) centres before the step, w = radius (swept test)
     unsigned int* corrections;      // swept-test corrections so far (one counter)
+    // Tangential springs of the contacts with this collider (friction_model 'spring'), by model index
+    // (DemParams::slot_to_model) so that reordering the slots never moves them; each grain's row is
+    // read and written by its own thread only. Null without springs.
+    double* springs;                // (n, COLLIDER_MAX_CONTACTS, 3) spring ξ of each contact slot [m]
+    double* normals;                // (n, COLLIDER_MAX_CONTACTS, 3) unit normal it was last used with
+    int* contact_count;             // (n,) slots in use
     double half_thickness;          // thickness / 2 [m]
     double stiffness;               // normal stiffness k [N/m], in double as the CPU reference uses it
+    double dt;                      // time step [s] (the springs' integration), in double as the CPU
+    double tangential_ratio;        // k_t / k (engine.contact_law.TANGENTIAL_STIFFNESS_RATIO)
+    int spring_model;               // 1: tangential springs with history; 0: history-free 'damper'
 };
 
 // OptiX launch parameters of the collider program (kernels/optix_colliders.cu, "params"): one launch

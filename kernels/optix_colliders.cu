@@ -4,7 +4,8 @@
 //
 // mode 0 (contact forces): a point ray from every centre finds the boxes holding it; the intersection
 //   program offers each triangle to the grain's candidate list (collider_offer_triangle), which the
-//   ray-generation program then resolves into the contact force (collider_resolve) and adds to
+//   ray-generation program then resolves into the contact force (collider_resolve, which also evolves
+//   the grain's tangential springs against this collider under friction_model 'spring') and adds to
 //   force_sum. The list keeps the closest candidates by (d², index), so the traversal order does not
 //   matter: the result is the CUDA kernel's and the CPU reference's.
 // mode 1 (swept test): a ray along each centre's path over the step; the intersection program offers
@@ -51,8 +52,12 @@ struct OptixColliderCrossings {
 extern "C" __global__ void __raygen__collider() {
     const int i = (int)optixGetLaunchIndex().x;
     const DemParams& P = params.dem;
-    if (i >= P.particle_count || !(P.info[i] & DEM_INFO_ACTIVE)) return;
+    if (i >= P.particle_count) return;
     const ColliderParams& C = params.collider;
+    if (!(P.info[i] & DEM_INFO_ACTIVE)) {
+        if (params.mode == 0) collider_forget(P, C, i);  // an inactive grain keeps no springs
+        return;
+    }
     if (params.mode == 0) {
         ColliderCandidates candidates;
         ColliderProximity query = collider_proximity(P, C, i, candidates);

@@ -53,12 +53,15 @@ class BackendGpu(Backend):
         return self.particles.download()
 
     def get_contact_history(self) -> dict:
-        """Tangential springs of the grains and walls in the CPU backend's format (engine.backends.cpu),
-        for resume; empty without springs. Mesh-collider contacts keep none on the GPU."""
+        """Tangential springs of the grains, walls and mesh colliders in the CPU backend's format
+        (engine.backends.cpu), for resume; empty without springs."""
         from .gpu_springs import SpringRows, history_from_rows
 
         p = self.particles
-        return history_from_rows(p.get_springs() if p.springs_on else SpringRows.empty(p.particle_count))
+        history = history_from_rows(p.get_springs() if p.springs_on else SpringRows.empty(p.particle_count))
+        if self.colliders is not None:
+            history.update(self.colliders.get_history())
+        return history
 
     def set_contact_history(self, history: dict) -> None:
         """Restore what ``get_contact_history`` (of any backend) returned; call after ``set_state``."""
@@ -68,6 +71,8 @@ class BackendGpu(Backend):
         if p.springs_on:
             rows, self.springs_dropped = rows_from_history(history, self.model.radius)
             p.set_springs(rows)
+        if self.colliders is not None:
+            self.colliders.set_history(history)
 
     def step(self, count: int) -> StepTimings:
         try:

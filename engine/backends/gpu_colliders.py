@@ -12,10 +12,17 @@ Every step, after the grain–grain forces and around the update (the CPU backen
 
 The per-grain code (kernels/collider_math.cuh) is the numba reference's line for line in double
 precision, compiled without fused multiply-adds, so on the same grain state a GPU finds the CPU's
-contacts and each collider's force sum to the bit; trajectories still differ in the last bits because
-the grain–grain kernels work in float32 and the GPU adds the collider sums to a float32 force.
-Contacts use the history-free tangential law ('damper'): the backends refuse 'spring' with a
-frictional collider (``gpu_runtime.check_friction_model``); grains and walls do have springs.
+contacts, each collider's force sum and its springs to the bit; trajectories still differ in the last
+bits because the grain–grain kernels work in float32 and the GPU adds the collider sums to a float32
+force.
+
+Static friction (friction_model 'spring', as the CPU reference decides it): every collider keeps, per
+grain and contact slot, the tangential spring and the normal it was last used with, float64
+(n, MAX_CONTACTS, 3) each, and the slots in use, int32 (n,), by model index, so slot reorders never
+move them (kernels/dem_params.h ``ColliderParams``): 196 bytes per grain and collider, as the CPU
+reference keeps them. ``get_history``/``set_history`` convert them to
+and from the CPU's history format (``engine.colliders.collider_set.history_from_springs``), with the
+moving colliders' tree orders, so a bake resumes from either backend's cache.
 
 The colliders' motion state is this object's own (``ColliderSet.fresh_copy``), so a CPU backend on
 the same model is not disturbed. Nothing here imports CuPy at module import time.
@@ -27,6 +34,8 @@ import numpy as np
 
 from ..colliders import ColliderSet
 from ..colliders import kernels as collider_kernels
+from ..colliders.collider_set import history_from_springs, springs_from_history
+from ..contact_law import TANGENTIAL_STIFFNESS_RATIO
 from ..packing.queries import STACK_DEPTH
 from .gpu_runtime import BLOCK, COLLIDER_PARAMS_DTYPE, blocks, raw_module
 
@@ -40,7 +49,7 @@ def collider_defines() -> tuple[str, ...]:
     return (f"COLLIDER_MAX_CONTACTS={k.MAX_CONTACTS}", f"COLLIDER_MAX_CANDIDATES={k.MAX_CANDIDATES}",
             f"COLLIDER_STACK_DEPTH={STACK_DEPTH}", f"COLLIDER_SWEEP_PASSES={k.SWEEP_PASSES}",
             f"COLLIDER_EDGE_TOLERANCE={k.EDGE_TOLERANCE!r}",
-            f"COLLIDER_ON_TRIANGLE_TOLERANCE={k.ON_TRIANGLE_TOLERANCE!r}")
+            f"COLLIDER_ON_TRIANGLE_TOLERANCE={k.ON_TRIANGLE_TOLERANCE!r}", f"COLLIDER_MATCH_COS={k.MATCH_COS!r}")
 
 
 def tree_arrays_int32(tree) -> dict[str, np.ndarray]:
@@ -50,27 +59,45 @@ def tree_arrays_int32(tree) -> dict[str, np.ndarray]:
             "start": np.ascontiguousarray(tree.start, np.int32), "count": np.ascontiguousarray(tree.count, np.int32)}
 
 
-def fill_collider_params(record, arrays: dict, *, pointer, half_thickness: float, stiffness: float) -> None:
+def fill_collider_params(record, arrays: dict, *, pointer, half_thickness: float, stiffness: float,
+                         dt: float = 0.0, spring_model: bool = False) -> None:
     """Write one ``ColliderParams`` record (a ``COLLIDER_PARAMS_DTYPE`` element).
 
     Args:
         record: The structured element to fill.
-        arrays: Every pointer field's array, by field name (device or host arrays).
+        arrays: Every pointer field's array, by field name (device or host arrays); ``springs``,
+            ``normals`` and ``contact_count`` only with ``spring_model``.
         pointer: Address of an array (``lambda a: a.data.ptr`` for CuPy, ``a.ctypes.data`` for numpy).
-        half_thickness: thickness / 2 [m]; stiffness: normal stiffness k [N/m].
+        half_thickness: thickness / 2 [m]; stiffness: normal stiffness k [N/m]; dt: time step [s].
+        spring_model: Tangential springs with history (friction_model 'spring').
     """
     for name in COLLIDER_PARAMS_DTYPE.names:
         if name in arrays:
             record[name] = pointer(arrays[name])
     record["half_thickness"] = half_thickness
     record["stiffness"] = stiffness
+    record["dt"] = dt
+    record["tangential_ratio"] = TANGENTIAL_STIFFNESS_RATIO
+    record["spring_model"] = int(spring_model)
+
+
+def uses_collider_springs(physics) -> bool:
+    """Grain–collider contacts keep springs: friction_model 'spring', as ``ColliderSet.add_forces`` decides."""
+    return physics.friction_model == "spring"
+
+
+def spring_arrays(cupy, particle_count: int) -> dict:
+    """One collider's springs on the device, zero (``ColliderParams`` springs, normals, contact_count)."""
+    shape = (particle_count, collider_kernels.MAX_CONTACTS, 3)
+    return {"springs": cupy.zeros(shape, cupy.float64), "normals": cupy.zeros(shape, cupy.float64),
+            "contact_count": cupy.zeros(particle_count, cupy.int32)}
 
 
 class DeviceColliderMesh:
     """One collider's arrays and launch parameters on the device."""
 
     def __init__(self, cupy, runtime, beta: np.ndarray, mu: np.ndarray, restitution: np.ndarray, old_pos,
-                 corrections, stiffness: float):
+                 corrections, physics, particle_count: int):
         self.cp = cupy
         collider = runtime.collider
         vertex_count = collider.vertices.shape[0]
@@ -87,10 +114,14 @@ class DeviceColliderMesh:
             "old_pos": old_pos,
             "corrections": corrections,
         }
+        self.springs_on = uses_collider_springs(physics)
+        if self.springs_on:
+            self.arrays.update(spring_arrays(cupy, particle_count))
         #: This collider's ``ColliderParams`` (host copy; ``DeviceColliders`` uploads them all).
         self.host_params = np.zeros(1, COLLIDER_PARAMS_DTYPE)
         fill_collider_params(self.host_params[0], self.arrays, pointer=lambda a: a.data.ptr,
-                             half_thickness=0.5 * collider.thickness, stiffness=stiffness)
+                             half_thickness=0.5 * collider.thickness, stiffness=float(physics.stiffness),
+                             dt=float(physics.dt), spring_model=self.springs_on)
         self.moving = collider.moving
         self.uploaded_time: float | None = None
         self.displacement_max = 0.0
@@ -131,7 +162,7 @@ class DeviceColliders:
         self.corrections = cupy.zeros(1, cupy.uint32)
         runtimes = self.set.advance(0.0)  # builds every tree (any time: only the topology is kept)
         self.meshes = [DeviceColliderMesh(cupy, runtime, beta[index], mu[index], restitution[index], self.old_pos,
-                                          self.corrections, float(physics.stiffness))
+                                          self.corrections, physics, particles.particle_count)
                        for index, runtime in enumerate(runtimes)]
         # All colliders' parameters in one array (the forces kernel loops over them per grain) and
         # each one's on its own (the swept test runs one collider at a time, as the CPU does).
@@ -151,10 +182,40 @@ class DeviceColliders:
         return None if colliders is None else cls(colliders, particles, **options)
 
     def reset(self) -> None:
-        """Forget the motion state (a new particle state was uploaded)."""
+        """Forget the motion state and the contact springs (a new particle state was uploaded)."""
         self.set.reset_history()
         for mesh in self.meshes:
             mesh.uploaded_time = None
+            if mesh.springs_on:
+                for name in ("springs", "normals", "contact_count"):
+                    mesh.arrays[name].fill(0)
+
+    def get_history(self) -> dict[str, np.ndarray]:
+        """The grain–collider springs and the moving colliders' tree orders in the CPU backend's history
+        format (``ColliderSet.get_history``); synchronises. No springs without friction_model 'spring'."""
+        history = {name: value for name, value in self.set.get_history().items()
+                   if name.startswith("collider_tree_")}
+        if self.meshes[0].springs_on:
+            springs, normals, counts = (np.stack([mesh.arrays[name].get() for mesh in self.meshes])
+                                        for name in ("springs", "normals", "contact_count"))
+            history.update(history_from_springs(springs, normals, counts))
+        return history
+
+    def set_history(self, history: dict) -> None:
+        """Restore what ``get_history`` (or the CPU backend) returned, replacing every spring and tree
+        (after a ``reset``, as ``set_state`` does). Missing keys mean none; springs are ignored without
+        friction_model 'spring'."""
+        self.reset()
+        self.set.set_history(history)
+        if self.meshes[0].springs_on and "collider_index" in history:
+            n = self.particles.particle_count
+            shape = (len(self.meshes), n, collider_kernels.MAX_CONTACTS, 3)
+            springs, normals, counts = np.zeros(shape), np.zeros(shape), np.zeros(shape[:2], np.int32)
+            springs_from_history(history, springs, normals, counts)
+            for index, mesh in enumerate(self.meshes):
+                mesh.arrays["springs"].set(springs[index])
+                mesh.arrays["normals"].set(normals[index])
+                mesh.arrays["contact_count"].set(counts[index])
 
     def _advance(self, step: int) -> tuple:
         """Move the colliders to t = step·dt and upload those that moved; their runtimes."""

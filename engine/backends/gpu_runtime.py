@@ -71,9 +71,9 @@ OPTIX_DEM_PARAMS_DTYPE = np.dtype({
 #: Host mirror of ``struct ColliderParams`` (kernels/dem_params.h).
 COLLIDER_PARAMS_DTYPE = np.dtype({
     "names": ["vertices", "vertex_velocity", "displacement", "triangles", "order", "box_lo", "box_hi", "left",
-              "start", "count", "beta", "mu", "restitution", "old_pos", "corrections", "half_thickness",
-              "stiffness"],
-    "formats": ["u8"] * 15 + ["f8", "f8"],
+              "start", "count", "beta", "mu", "restitution", "old_pos", "corrections", "springs", "normals",
+              "contact_count", "half_thickness", "stiffness", "dt", "tangential_ratio", "spring_model"],
+    "formats": ["u8"] * 18 + ["f8", "f8", "f8", "f8", "i4"],
 }, align=True)
 
 
@@ -193,24 +193,16 @@ def uses_springs(physics) -> bool:
     return getattr(physics, "friction_model", "damper") == "spring" and frictional
 
 
-def check_friction_model(physics, colliders=None) -> None:
-    """Refuse what the GPU kernels do not implement: springs on mesh-collider contacts.
-
-    Grains and walls have tangential springs on the GPU (kernels/dem_math.cuh); the collider kernels
-    (kernels/collider_math.cuh) evaluate the history-free law 'damper' only.
-
-    Args:
-        physics: The model's ``Physics``.
-        colliders: The model's ``ColliderSet`` or None.
+def check_friction_model(physics) -> None:
+    """Refuse a friction model the GPU kernels do not implement (they have 'spring' and 'damper', for
+    grains, walls and mesh colliders alike).
 
     Raises:
-        MochiError: friction_model 'spring' with a collider of non-zero friction.
+        MochiError: Any other friction_model.
     """
     model = getattr(physics, "friction_model", "damper")
-    if model != "damper" and colliders is not None and any(c.friction > 0 for c in colliders.colliders):
-        raise MochiError(f"The GPU backends keep tangential springs for grains and walls but not yet for mesh "
-                         f"colliders, and this scene has a collider with friction under friction_model "
-                         f"'{model}'; set friction_model = 'damper' or use the cpu backend.")
+    if model not in ("spring", "damper"):
+        raise MochiError(f"The GPU backends know the friction models 'spring' and 'damper', not '{model}'.")
 
 
 #: The array fields of ``DemParams``, in the header's order.
@@ -324,7 +316,7 @@ class DeviceParticles:
         self.cp = cupy
         self.model = model
         physics = model.physics
-        check_friction_model(physics, model.colliders)
+        check_friction_model(physics)
         n = model.particle_count
         self.particle_count = n
         self.pos = cupy.zeros((n, 4), cupy.float32)

@@ -8,7 +8,9 @@ contact search and the swept test done by rays:
 
 - ``add_forces``: one launch per collider, a point ray from every centre; the intersection program
   offers each triangle whose box holds the centre to the grain's candidate list, and the
-  ray-generation program resolves the contacts into a double force sum per slot; after the last
+  ray-generation program resolves the contacts into a double force sum per slot (with friction_model
+  'spring' evolving the grain's tangential springs against that collider, as the CUDA kernel does;
+  each grain's springs are its own thread's, so this stays deterministic); after the last
   collider one CUDA kernel adds the sums to the float32 forces, rounding once as the CUDA kernel does.
 - ``sweep``: one launch per collider (in order, as the CPU), a ray along every centre's path.
 

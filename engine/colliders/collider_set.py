@@ -27,6 +27,10 @@ from .collider import Collider
 from .tree import ColliderTree
 
 HISTORY_PREFIX = "collider_"
+#: The history keys of the grain–collider springs (``history_from_springs``); the trees of moving
+#: colliders add ``collider_tree_order_<index>`` and ``collider_tree_cost_<index>``.
+SPRING_HISTORY_KEYS = ("collider_index", "collider_particle", "collider_count", "collider_spring",
+                       "collider_normal")
 
 
 @dataclass(eq=False)
@@ -151,8 +155,11 @@ class ColliderSet:
                 runtime.time = runtime.vertices = runtime.velocities = runtime.previous = runtime.tree = None
 
     def fresh_copy(self) -> ColliderSet:
-        """The same colliders with a motion and contact state of their own (for a second backend)."""
-        return ColliderSet(self.colliders)
+        """The same colliders, in the same local origin, with a motion and contact state of their own
+        (for a second backend: the GPU backends' ``DeviceColliders``)."""
+        copy = ColliderSet(self.colliders)
+        copy.set_origin(self._runtime[0].origin)
+        return copy
 
     # --- solver hooks -----------------------------------------------------------------------------
 
@@ -206,14 +213,7 @@ class ColliderSet:
         if self._pending is not None or self._springs is None:
             history = dict(self._pending or {})
         else:
-            collider, particle = np.nonzero(self._counts)
-            history = {
-                "collider_index": collider.astype(np.int32),
-                "collider_particle": particle.astype(np.int32),
-                "collider_count": self._counts[collider, particle].copy(),
-                "collider_spring": self._springs[collider, particle].copy(),
-                "collider_normal": self._normals[collider, particle].copy(),
-            }
+            history = history_from_springs(self._springs, self._normals, self._counts)
         for index, runtime in enumerate(self._runtime):
             if runtime.collider.moving:
                 if runtime.tree is not None:
@@ -228,9 +228,7 @@ class ColliderSet:
         """Restore what ``get_history`` returned (other keys are ignored; missing ones mean none)."""
         self.reset_history()
         if "collider_index" in history:
-            self._pending = {name: np.asarray(history[name]) for name in
-                             ("collider_index", "collider_particle", "collider_count", "collider_spring",
-                              "collider_normal")}
+            self._pending = {name: np.asarray(history[name]) for name in SPRING_HISTORY_KEYS}
         for index, runtime in enumerate(self._runtime):
             order = history.get(f"collider_tree_order_{index}")
             if runtime.collider.moving and order is not None:
@@ -272,13 +270,7 @@ class ColliderSet:
             self._clear_from = np.zeros((*shape[:2], 3))
             self._clear_clock = np.zeros(shape[:2])
         if self._pending is not None:
-            p = self._pending
-            self._springs[:] = 0.0
-            self._normals[:] = 0.0
-            self._counts[:] = 0
-            self._counts[p["collider_index"], p["collider_particle"]] = p["collider_count"]
-            self._springs[p["collider_index"], p["collider_particle"]] = p["collider_spring"]
-            self._normals[p["collider_index"], p["collider_particle"]] = p["collider_normal"]
+            springs_from_history(self._pending, self._springs, self._normals, self._counts)
             self._pending = None
 
     def material_tables(self, physics) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -292,6 +284,38 @@ class ColliderSet:
                                     for c in self.colliders])
             self._tables = (materials, beta, mu, restitution)
         return self._tables[1], self._tables[2], self._tables[3]
+
+
+def history_from_springs(springs: np.ndarray, normals: np.ndarray, counts: np.ndarray) -> dict[str, np.ndarray]:
+    """The contact springs in use, in the history format (``SPRING_HISTORY_KEYS``), from the arrays
+    of ``kernels.collider_forces``; the GPU backends convert theirs with it too.
+
+    Args:
+        springs, normals: Tangential spring [m] and last unit normal per collider, grain and slot,
+            float64 (C, n, MAX_CONTACTS, 3).
+        counts: Slots in use per collider and grain, (C, n).
+
+    Returns:
+        ``collider_index``, ``collider_particle`` int32 (P,), ``collider_count`` int8 (P,),
+        ``collider_spring``, ``collider_normal`` float64 (P, MAX_CONTACTS, 3): one entry per (collider,
+        grain) with a contact, in (collider, grain) order.
+    """
+    collider, particle = np.nonzero(counts)
+    return {"collider_index": collider.astype(np.int32), "collider_particle": particle.astype(np.int32),
+            "collider_count": np.asarray(counts[collider, particle], np.int8),
+            "collider_spring": np.asarray(springs[collider, particle], np.float64),
+            "collider_normal": np.asarray(normals[collider, particle], np.float64)}
+
+
+def springs_from_history(history: dict, springs: np.ndarray, normals: np.ndarray, counts: np.ndarray) -> None:
+    """Write a history's contact springs (``history_from_springs``) into the arrays, clearing the rest."""
+    springs[:] = 0.0
+    normals[:] = 0.0
+    counts[:] = 0
+    index = (np.asarray(history["collider_index"], np.int64), np.asarray(history["collider_particle"], np.int64))
+    counts[index] = history["collider_count"]
+    springs[index] = history["collider_spring"]
+    normals[index] = history["collider_normal"]
 
 
 def load_colliders(folder) -> ColliderSet:

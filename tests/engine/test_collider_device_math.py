@@ -292,26 +292,6 @@ def test_triangle_boxes_hold_every_point_within_reach(host_library, inflate):
     assert ((points >= aabb[t, :3]) & (points <= aabb[t, 3:])).all()
 
 
-def test_gpu_backends_refuse_spring_friction_against_a_frictional_collider():
-    """The GPU collider kernels have no tangential springs: 'spring' with a frictional collider is
-    refused in one sentence (and 'auto' falls back to the CPU), 'damper' or a frictionless scene runs."""
-    from engine.backends.gpu_runtime import check_friction_model
-    from engine.errors import MochiError
-    from engine.model import Domain, Material, Physics
-
-    vertices, triangles = fine_plane()
-    physics = Physics(materials=(Material(friction=0.0),), domain=Domain(wall_friction=0.0))
-    rough = ColliderSet((Collider("rough", vertices, triangles, friction=0.4),))
-    smooth = ColliderSet((Collider("smooth", vertices, triangles, friction=0.0),))
-    check_friction_model(physics, smooth)
-    check_friction_model(physics)
-    with pytest.raises(MochiError, match="not yet for mesh colliders"):
-        check_friction_model(physics, rough)
-    import dataclasses
-
-    check_friction_model(dataclasses.replace(physics, friction_model="damper"), rough)
-
-
 # --- the launcher (engine.backends.gpu_colliders) on the host build ----------------------------------
 
 
@@ -335,7 +315,7 @@ class HostArray(np.ndarray):
 class HostCupy:
     """The part of the CuPy module the launcher calls, on host memory."""
 
-    float32, float64, uint32, uint8 = np.float32, np.float64, np.uint32, np.uint8
+    float32, float64, int32, uint32, uint8 = np.float32, np.float64, np.int32, np.uint32, np.uint8
 
     @staticmethod
     def zeros(shape, dtype):

@@ -56,6 +56,8 @@ extern "C" void collider_force_sums_optix_host(const DemParams* params, const Co
                 collider_offer_triangle(*collider, t, query);
             }
             f = collider_resolve(*params, *collider, i, candidates);
+        } else {
+            collider_forget(*params, *collider, i);  // as __raygen__collider does
         }
         out[3 * i] = f.x;
         out[3 * i + 1] = f.y;
