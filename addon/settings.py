@@ -131,8 +131,8 @@ class SimulationSettings:
         dt: Time step [s], or None for automatic.
         substeps: Steps per frame, or None (automatic, or derived from ``dt``).
         stiffness: Contact stiffness [N/m], or None for automatic.
-        friction_model: 'spring' (static friction, history per contact) or 'damper' (history-free; the
-            GPU backends run it), see ``engine.model.Physics``.
+        friction_model: 'spring' (static friction, history per contact) or 'damper' (history-free), both
+            on every backend, see ``engine.model.Physics``.
         rebuild_interval: Steps between two rebuilds of the collision structure.
         backend: 'auto', 'cpu', 'cuda' or 'optix'.
         fps: Frames per second of the scene [1/s].

@@ -73,7 +73,7 @@ class MochiSceneSettings(bpy.types.PropertyGroup):
         name="Friction",
         description="How grains resist sliding on each other, on walls and on colliders",
         items=(("SPRING", "Static", "A tangential spring per contact: grains rest on slopes and piles keep "
-                "their angle of repose. Runs on the CPU backend when anything has friction"),
+                "their angle of repose. Runs on every backend (a resumed OptiX bake agrees to float32 rounding)"),
                ("DAMPER", "Sliding", "History-free: sliding is resisted but never stopped, so piles slowly "
                 "spread. Runs on every backend, the GPU ones included")),
         default="SPRING")
