@@ -1,4 +1,4 @@
-"""Free Bake and Open Cache Folder."""
+"""Free Bake, Open Cache Folder, and Load Cache (a bake made elsewhere, e.g. `mochi bake`, played back here)."""
 
 from __future__ import annotations
 
@@ -61,4 +61,52 @@ class MOCHI_OT_open_cache_folder(bpy.types.Operator):
         return {"FINISHED"}
 
 
-CLASSES = (MOCHI_OT_free_bake, MOCHI_OT_open_cache_folder)
+class MOCHI_OT_load_cache(bpy.types.Operator):
+    """Play back a Mochi cache baked elsewhere (the command line, another .blend, a farm) in this scene"""
+
+    bl_idname = "mochi.load_cache"
+    bl_label = "Load Cache"
+    bl_options = {"REGISTER", "UNDO"}
+
+    directory: bpy.props.StringProperty(name="Cache Folder", description="Folder holding manifest.json and "
+                                        "the frame_NNNN.ply files", subtype="DIR_PATH")
+
+    def invoke(self, context, event):
+        context.window_manager.fileselect_add(self)
+        return {"RUNNING_MODAL"}
+
+    def execute(self, context):
+        from pathlib import Path
+
+        from ...engine.cache import read_manifest
+        from ...engine.errors import MochiError
+        from .. import playback
+        from ..bake_job import current_job
+        from ..settings import UP_AXIS_KEY
+
+        if current_job() is not None:
+            self.report({"ERROR"}, "A Mochi bake is running; wait for it or cancel it before loading a cache.")
+            return {"CANCELLED"}
+        folder = Path(bpy.path.abspath(self.directory)) if self.directory else None
+        try:
+            if folder is None or not folder.is_dir():
+                raise MochiError(f"'{self.directory}' is not a folder; choose a Mochi cache folder.")
+            manifest = read_manifest(folder)
+            if manifest is None or manifest["frames_completed"] < 1:
+                raise MochiError(f"'{folder}' holds no Mochi bake (no manifest.json with a complete frame).")
+        except MochiError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        scene = context.scene
+        # Relative to the .blend when it is saved, as Blender keeps its own paths.
+        stored = bpy.path.relpath(str(folder)) if bpy.data.filepath else str(folder)
+        scene.mochi.cache_directory = stored
+        start = int(manifest.get("frame_start_scene", scene.mochi.frame_start))
+        playback.ensure_playback_object(scene, stored, start_frame=start, last_frame=manifest["frames_completed"],
+                                        up_axis=str(manifest.get(UP_AXIS_KEY, "Y")))
+        self.report({"INFO"}, f"Loaded {manifest['frames_completed']} frames of {manifest['particle_count']:,} "
+                              f"particles from '{folder}'.")
+        return {"FINISHED"}
+
+
+CLASSES = (MOCHI_OT_free_bake, MOCHI_OT_open_cache_folder, MOCHI_OT_load_cache)

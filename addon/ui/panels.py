@@ -138,6 +138,7 @@ class MOCHI_PT_bake(_PhysicsPanel, bpy.types.Panel):
         row.operator("mochi.bake_resume", icon="PLAY")
         row = layout.row(align=True)
         row.operator("mochi.free_bake", icon="TRASH")
+        row.operator("mochi.load_cache", text="", icon="IMPORT")
         row.operator("mochi.open_cache_folder", text="", icon="FILE_FOLDER")
 
 
