@@ -100,11 +100,15 @@ def start_bake(context, *, resume: bool, frames: int | None = None, backend: str
     if bake_job.current_job() is not None:
         raise MochiError("A Mochi bake is already running; cancel it or wait for it to finish.")
     scene = context.scene
+    total = frames if frames is not None else scene.mochi.frame_count()
+    if not resume:
+        # The scene's own problems first (no source, no domain...), then the folder's: in the order a
+        # user fixes them, rather than "save the file first" for a scene that could not bake anyway.
+        settings = scene_blender_to_settings(context, frame_count=total)
     folder = cache_folder(scene)
     check_writable(folder)
     manifest = read_manifest(folder) if folder.is_dir() else None
     completed = int(manifest.get("frames_completed", 0)) if manifest else 0
-    total = frames if frames is not None else scene.mochi.frame_count()
     if resume:
         if completed < 1:
             raise MochiError(f"There is no bake to resume in '{folder}'.")
@@ -118,7 +122,6 @@ def start_bake(context, *, resume: bool, frames: int | None = None, backend: str
     else:
         if completed > 0:
             raise MochiError(f"'{folder}' already holds a bake of {completed} frames; free it or resume it.")
-        settings = scene_blender_to_settings(context, frame_count=total)
         info = settings.manifest_info()
         inputs = settings.fingerprint()
     job = bake_job.start_job(folder, frames=total, backend=backend_name(scene, backend), settings=settings,

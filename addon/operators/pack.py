@@ -2,7 +2,37 @@
 
 from __future__ import annotations
 
+import math
+
 import bpy
+
+#: Above this many spheres Pack asks first: packing takes minutes and a bake of so many is heavy.
+PACK_CONFIRM_COUNT = 3_000_000
+#: Solid fraction of the packing (HCP), and the depth of the small spheres' skin in large radii, for
+#: the estimate of the sphere count (a 1 m cube at r = 0.05 m: 5,860 estimated, 6,152 packed).
+HCP_FRACTION = 0.74
+SKIN_RADII = 1.5
+
+
+def estimated_sphere_count(source) -> int:
+    """About how many spheres packing ``source`` (an ``addon.settings.SourceSettings``) gives: its count,
+    or an HCP lattice of the large spheres inside and of the small ones in a skin of 1.5 radii under the
+    surface (where the packer puts them), from the mesh's volume and area."""
+    import numpy as np
+
+    from ...engine.packing.mesh import place_vertices
+
+    if source.count is not None:
+        return int(source.count)
+    corners = place_vertices(source.vertices, transform=source.matrix_world)[np.asarray(source.triangles)]
+    volume = abs(float(np.einsum("ij,ij->i", corners[:, 0], np.cross(corners[:, 1], corners[:, 2])).sum())) / 6.0
+    area = 0.5 * float(np.linalg.norm(np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]),
+                                      axis=1).sum())
+    r = float(source.radius)
+    small = r * float(source.small_ratio)
+    skin = min(volume, SKIN_RADII * r * area) if small < r else 0.0
+    sphere = 4.0 / 3.0 * math.pi
+    return int(HCP_FRACTION * ((volume - skin) / (sphere * r ** 3) + skin / (sphere * small ** 3)))
 
 
 class MOCHI_OT_pack(bpy.types.Operator):
@@ -11,6 +41,27 @@ class MOCHI_OT_pack(bpy.types.Operator):
     bl_idname = "mochi.pack"
     bl_label = "Pack"
     bl_options = {"REGISTER", "UNDO"}
+
+    def invoke(self, context, event):
+        from ...engine.errors import MochiError
+        from ..snapshot import source_blender_to_settings
+
+        if context.window is None or not context.selected_objects:
+            return self.execute(context)
+        scene = context.scene
+        fps = scene.render.fps / scene.render.fps_base
+        try:
+            count = sum(estimated_sphere_count(source_blender_to_settings(o, context, frame_start=scene.mochi.frame_start,
+                                                                          fps=fps))
+                        for o in context.selected_objects if o.mochi.role != "COLLIDER")
+        except MochiError:
+            return self.execute(context)  # execute reports the problem in one sentence
+        if count <= PACK_CONFIRM_COUNT:
+            return self.execute(context)
+        return context.window_manager.invoke_confirm(
+            self, event, title="Pack Millions of Spheres?", confirm_text="Pack",
+            message=f"About {count:,} spheres: packing takes minutes and baking them needs a lot of memory "
+                    "and time. A larger radius gives fewer.")
 
     def execute(self, context):
         from ...engine.errors import MochiError

@@ -242,3 +242,8 @@ def test_progress_moves_within_frames_and_counts_down(small_scene):
     assert fractions == sorted(fractions) and all(0.0 <= f <= 1.0 for f in fractions)
     assert any(round(f * 4, 6) % 1 != 0 for f in fractions)  # between two frames, not only on them
     assert any(text.endswith(" left") for _, text in seen)
+
+
+def test_bake_errors_come_in_the_order_a_user_fixes_them(empty_scene):
+    """An unsaved scene with a relative cache folder and no source: the missing source is named first."""
+    _refused_bake("No object in the scene is a Mochi particle source")

@@ -62,3 +62,16 @@ def test_pack_a_zero_volume_mesh(empty_scene):
     plane = bpy.context.object
     select_only(plane)
     _refused("Plane")
+
+
+def test_sphere_count_estimate_is_close_enough_to_ask_before_millions(empty_scene):
+    """Pack asks before packing millions of spheres; its estimate must be near what packing gives."""
+    from .conftest import add_source, mochi_module
+
+    cube = add_source("cube", location=(0.0, 0.0, 1.0), radius=0.05, size=1.0)
+    scene = bpy.context.scene
+    source = mochi_module("addon.snapshot").source_blender_to_settings(
+        cube, bpy.context, frame_start=scene.mochi.frame_start, fps=24.0)
+    estimate = mochi_module("addon.operators.pack").estimated_sphere_count(source)
+    packed = len(mochi_module("addon.settings").pack_source(source, seed=0).radius)
+    assert 0.6 * packed <= estimate <= 1.4 * packed
