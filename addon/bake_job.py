@@ -37,6 +37,9 @@ class BakeJob:
         info: Extra manifest entries.
         inputs: The scene's fingerprint (``BakeSettings.fingerprint``): stored with a new bake, checked
             by a resume against the stored one.
+        confirm_above: A new bake first measures its cost (``engine.estimate``, shown as
+            ``progress.estimate``); above this many seconds it waits for ``confirm`` (or a cancel).
+            None: it never waits (scripts, the command line).
         progress: The engine's progress object, shared with the main thread.
     """
 
@@ -46,7 +49,9 @@ class BakeJob:
     settings: BakeSettings | None
     info: dict = field(default_factory=dict)
     inputs: dict | None = None
+    confirm_above: float | None = None
     progress: object = None
+    _go: threading.Event = field(default_factory=threading.Event, repr=False)
     thread: threading.Thread | None = field(default=None, repr=False)
 
     @property
@@ -66,6 +71,34 @@ class BakeJob:
     def request_cancel(self) -> None:
         self.progress.request_cancel()
 
+    def confirm(self) -> None:
+        """Let a bake that waits for a confirmation go on."""
+        self._go.set()
+
+    def _estimate_and_wait(self, setup) -> bool:
+        """Measure the bake's cost; when it is above ``confirm_above``, wait for ``confirm``.
+
+        Returns:
+            False when the bake was cancelled while it waited.
+        """
+        from ..engine.estimate import estimate_bake
+
+        self.progress.message = "Timing a few steps (the first bake after an install also compiles, ~45 s)"
+        estimate = estimate_bake(setup, frames=self.frames, backend=self.backend)
+        self.progress.estimate = estimate
+        if self.confirm_above is None or estimate.bake_seconds <= self.confirm_above:
+            return True
+        self.progress.awaiting_confirmation = True
+        try:
+            while not self._go.wait(0.1):
+                if self.progress.cancel_requested:
+                    self.progress.cancelled = True
+                    self.progress.message = "Cancelled before baking."
+                    return False
+        finally:
+            self.progress.awaiting_confirmation = False
+        return True
+
     def join(self, timeout: float | None = None) -> bool:
         """Wait for the worker; True once it has stopped."""
         if self.thread is not None:
@@ -84,6 +117,8 @@ class BakeJob:
             else:
                 self.progress.message = "Packing the particle sources"
                 setup = setup_from_settings(self.settings)
+                if not self._estimate_and_wait(setup):
+                    return
                 bake(setup, self.folder, frames=self.frames, backend=self.backend,
                      progress=self.progress, info=self.info, inputs=self.inputs)
         except MochiError as exc:
@@ -101,7 +136,7 @@ def current_job() -> BakeJob | None:
 
 
 def start_job(folder: Path, *, frames: int, backend: str, settings: BakeSettings | None,
-              info: dict | None = None, inputs: dict | None = None) -> BakeJob:
+              info: dict | None = None, inputs: dict | None = None, confirm_above: float | None = None) -> BakeJob:
     """Start a bake in a worker thread.
 
     Raises:
@@ -115,7 +150,7 @@ def start_job(folder: Path, *, frames: int, backend: str, settings: BakeSettings
         if _current is not None:
             raise MochiError("A Mochi bake is already running; cancel it or wait for it to finish.")
         job = BakeJob(folder=Path(folder), frames=frames, backend=backend, settings=settings,
-                      info=dict(info or {}), inputs=inputs, progress=BakeProgress())
+                      info=dict(info or {}), inputs=inputs, confirm_above=confirm_above, progress=BakeProgress())
         job.progress.frames_total = frames
         job.thread = threading.Thread(target=job._run, name="mochi-bake", daemon=True)
         _current = job

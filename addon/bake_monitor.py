@@ -83,13 +83,16 @@ class BakeMonitor:
         return BakeOutcome("INFO", f"Baked {frames} frames to '{self.job.folder}'.", frames)
 
 
-def start_bake(context, *, resume: bool, frames: int | None = None, backend: str | None = None) -> BakeMonitor:
+def start_bake(context, *, resume: bool, frames: int | None = None, backend: str | None = None,
+               confirm_above: float | None = None) -> BakeMonitor:
     """Snapshot the scene, check it, and start the worker; changes nothing on failure.
 
     Args:
         resume: Continue the cache in the scene's cache folder instead of starting over.
         frames: Total cache frames, default the scene's frame range.
         backend: Backend name overriding the scene setting.
+        confirm_above: Seconds above which a new bake's measured estimate waits for a confirmation
+            (the Bake button's preference), or None.
 
     Raises:
         MochiError: a bake is running, the scene is incomplete, the cache folder is unusable, or
@@ -125,7 +128,7 @@ def start_bake(context, *, resume: bool, frames: int | None = None, backend: str
         info = settings.manifest_info()
         inputs = settings.fingerprint()
     job = bake_job.start_job(folder, frames=total, backend=backend_name(scene, backend), settings=settings,
-                             info=info, inputs=inputs)
+                             info=info, inputs=inputs, confirm_above=confirm_above)
     start = scene.mochi.frame_start
     if resume and manifest.get("frame_start_scene") is not None:
         start = int(manifest["frame_start_scene"])

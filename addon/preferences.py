@@ -63,10 +63,17 @@ class MOCHI_OT_copy_install_command(bpy.types.Operator):
 class MochiPreferences(bpy.types.AddonPreferences):
     bl_idname = ROOT_PACKAGE
 
+    confirm_minutes: bpy.props.FloatProperty(
+        name="Ask Before Bakes Longer Than",
+        description="A bake started from the Bake button whose measured estimate is longer than this waits "
+                    "for you to confirm it, in minutes (0: never ask)",
+        default=30.0, min=0.0, soft_max=600.0)
+
     def draw(self, _context):
         from ..engine.backends.select import available_backends, unavailable_backends
 
         layout = self.layout
+        layout.prop(self, "confirm_minutes", text="Ask Before Bakes Longer Than (min)")
         missing = missing_cpu_modules()
         if missing:
             layout.label(text="Missing: " + ", ".join(missing) + " (install the zip built with its wheels)",
@@ -80,6 +87,13 @@ class MochiPreferences(bpy.types.AddonPreferences):
             row.label(text=f"{name}: {reason}", icon="CANCEL")
             if name in GPU_PACKAGES:
                 row.operator(MOCHI_OT_copy_install_command.bl_idname, text="Copy Install Command").backend = name
+
+
+def confirm_seconds(context) -> float | None:
+    """The preference as seconds, or None when bakes never wait for a confirmation."""
+    addon = context.preferences.addons.get(ROOT_PACKAGE)
+    minutes = addon.preferences.confirm_minutes if addon is not None and addon.preferences is not None else 30.0
+    return 60.0 * minutes if minutes > 0 else None
 
 
 CLASSES = (MOCHI_OT_copy_install_command, MochiPreferences)

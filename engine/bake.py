@@ -52,6 +52,8 @@ class BakeProgress:
         steps_per_frame: Steps between two frames.
         steps_into_frame: Steps done towards the frame after ``frames_done``.
         stepping_seconds: Wall-clock time spent stepping so far [s], for the remaining-time estimate.
+        estimate: The ``engine.estimate.BakeEstimate`` measured before the bake, when one was.
+        awaiting_confirmation: The bake waits for a person to confirm it (its estimate is long).
     """
 
     frames_total: int = 0
@@ -68,6 +70,8 @@ class BakeProgress:
     steps_per_frame: int = 0
     steps_into_frame: int = 0
     stepping_seconds: float = 0.0
+    estimate: object = None
+    awaiting_confirmation: bool = False
     _cancel: threading.Event = field(default_factory=threading.Event, repr=False)
 
     def request_cancel(self) -> None:

@@ -24,12 +24,13 @@ class _BakeBase:
     _monitor = None
     _timer = None
 
-    def _start(self, context):
+    def _start(self, context, *, ask: bool = False):
         from ...engine.errors import MochiError
         from ..bake_monitor import start_bake
+        from ..preferences import confirm_seconds
 
         try:
-            return start_bake(context, resume=self.resume)
+            return start_bake(context, resume=self.resume, confirm_above=confirm_seconds(context) if ask else None)
         except MochiError as exc:
             self.report({"ERROR"}, str(exc))
             return None
@@ -54,7 +55,7 @@ class _BakeBase:
     def invoke(self, context, _event):
         if context.window is None:
             return self.execute(context)
-        self._monitor = self._start(context)
+        self._monitor = self._start(context, ask=True)  # a long bake waits for a go in the panel
         if self._monitor is None:
             return {"CANCELLED"}
         wm = context.window_manager
@@ -104,6 +105,27 @@ class MOCHI_OT_bake_resume(_BakeBase, bpy.types.Operator):
     resume = True
 
 
+class MOCHI_OT_bake_confirm(bpy.types.Operator):
+    """Bake anyway: the estimate is longer than the limit set in the add-on's preferences"""
+
+    bl_idname = "mochi.bake_confirm"
+    bl_label = "Bake Anyway"
+    bl_options = {"REGISTER"}
+
+    @classmethod
+    def poll(cls, _context):
+        from ..bake_job import current_job
+
+        job = current_job()
+        return job is not None and bool(job.progress.awaiting_confirmation)
+
+    def execute(self, _context):
+        from ..bake_job import current_job
+
+        current_job().confirm()
+        return {"FINISHED"}
+
+
 class MOCHI_OT_bake_cancel(bpy.types.Operator):
     """Stop the running bake after the frame being computed; written frames are kept"""
 
@@ -126,4 +148,4 @@ class MOCHI_OT_bake_cancel(bpy.types.Operator):
         return {"FINISHED"}
 
 
-CLASSES = (MOCHI_OT_bake, MOCHI_OT_bake_resume, MOCHI_OT_bake_cancel)
+CLASSES = (MOCHI_OT_bake, MOCHI_OT_bake_resume, MOCHI_OT_bake_confirm, MOCHI_OT_bake_cancel)

@@ -117,7 +117,7 @@ class MOCHI_PT_bake(_PhysicsPanel, bpy.types.Panel):
 
     def draw(self, context):
         from ..bake_job import current_job
-        from .status import progress_of
+        from .status import draw_estimate, progress_of
 
         layout = self.layout
         layout.use_property_split = True
@@ -132,6 +132,7 @@ class MOCHI_PT_bake(_PhysicsPanel, bpy.types.Panel):
             row = layout.row(align=True)
             row.progress(factor=factor, type="BAR", text=text)
             row.operator("mochi.bake_cancel", text="", icon="CANCEL")
+            draw_estimate(layout, job)
             return
         row = layout.row(align=True)
         row.operator("mochi.bake", icon="PHYSICS")

@@ -10,11 +10,28 @@ def progress_of(job) -> tuple[float, str]:
     p = job.progress
     total = max(1, int(p.frames_total or 1))
     done = job.last_frame_written()
+    if p.awaiting_confirmation:
+        return 0.0, f"Estimated {format_duration(p.estimate.bake_seconds)}: waiting for Bake Anyway or Cancel"
     if p.timings.steps == 0:  # packing, then the first steps (the first bake after an install compiles)
         return done / total, f"Frame {done} of {total}, starting (the first bake after an install compiles ~45 s)"
     remaining = p.remaining_seconds
     left = f", {format_duration(remaining)} left" if remaining is not None else ""
     return min(p.frames_exact / total, 1.0), f"Frame {done} of {total}{left}"
+
+
+def draw_estimate(layout, job) -> None:
+    """The figures measured before the bake (engine.estimate), one per line, with the confirm buttons
+    while the bake waits for them."""
+    estimate = job.progress.estimate
+    if estimate is None:
+        return
+    col = layout.column(align=True)
+    for line in estimate.lines():
+        col.label(text=line)
+    if job.progress.awaiting_confirmation:
+        row = layout.row(align=True)
+        row.operator("mochi.bake_confirm", icon="CHECKMARK")
+        row.operator("mochi.bake_cancel", text="Cancel", icon="CANCEL")
 
 
 def draw_status(self, _context):

@@ -247,3 +247,27 @@ def test_progress_moves_within_frames_and_counts_down(small_scene):
 def test_bake_errors_come_in_the_order_a_user_fixes_them(empty_scene):
     """An unsaved scene with a relative cache folder and no source: the missing source is named first."""
     _refused_bake("No object in the scene is a Mochi particle source")
+
+
+def test_a_long_bake_shows_its_estimate_and_waits_for_a_go(small_scene):
+    """Above the preference's limit (here 0 s) a bake started from the button measures its cost, shows
+    the figures and waits: Bake Anyway goes on, Cancel stops it with nothing written."""
+    monitor_module, status = mochi_module("addon.bake_monitor"), mochi_module("addon.ui.status")
+    folder = cache_dir(small_scene)
+    monitor = monitor_module.start_bake(bpy.context, resume=False, confirm_above=0.0)
+    wait_for(lambda: monitor.job.progress.awaiting_confirmation or monitor.job.progress.finished)
+    progress = monitor.job.progress
+    assert progress.awaiting_confirmation and progress.estimate.particle_count > 50
+    assert progress.estimate.steps_per_frame == 20 and progress.estimate.bake_seconds > 0
+    assert status.progress_of(monitor.job)[1].startswith("Estimated ")
+    assert not (folder / "manifest.json").exists()  # nothing is baked before the go
+    assert bpy.ops.mochi.bake_confirm() == {"FINISHED"}
+    outcome = monitor_module.run_blocking(monitor, tick=0.05)
+    assert not outcome.cancelled and frames_on_disk(folder) == [1, 2, 3, 4]
+
+    assert bpy.ops.mochi.free_bake() == {"FINISHED"}
+    monitor = monitor_module.start_bake(bpy.context, resume=False, confirm_above=0.0)
+    wait_for(lambda: monitor.job.progress.awaiting_confirmation or monitor.job.progress.finished)
+    assert bpy.ops.mochi.bake_cancel() == {"FINISHED"}
+    outcome = monitor_module.run_blocking(monitor, tick=0.05)
+    assert outcome.cancelled and frames_on_disk(folder) == []
