@@ -306,6 +306,9 @@ def _prepare_resume(folder: Path, frames: int, backend_name: str, inputs: dict |
         log(f"'{folder}' already holds frames 1–{done}; nothing to bake.")
     else:
         log(f"Resuming '{folder}' after frame {done}.")
+        if not getattr(runner, "deterministic", True):
+            log(f"The {runner.name} backend is not deterministic: the resumed frames agree with an "
+                "uninterrupted bake to float32 rounding, not bit for bit.")
     # The frames and colliders stay: their digests carry over (the contact history is rewritten).
     kept = {name: sha for name, sha in manifest.get("file_digests", {}).items()
             if not name.startswith(f"{HISTORY_FOLDER}/")}
