@@ -27,6 +27,13 @@ if "bpy" not in sys.modules:  # bpy module: keep Blender's user folders out of $
 
 bpy = pytest.importorskip("bpy")
 
+#: True inside a Blender executable (pytest-blender), False in the bpy module.
+INSIDE_BLENDER = bool(bpy.app.binary_path)
+#: For tests that run the engine's command line or the bpy module in a child Python: a Blender
+#: executable's Python has neither (its tier tests the installed extension instead).
+needs_bpy_module = pytest.mark.skipif(INSIDE_BLENDER, reason="runs the engine CLI or the bpy module in a "
+                                      "child Python")
+
 #: Blender's extension tool, shipped with Blender and in the bpy wheel.
 EXTENSION_TOOL = Path(bpy.utils.system_resource("SCRIPTS")) / "addons_core" / "bl_pkg" / "cli" / "blender_ext.py"
 REPOSITORY = "user_default"

@@ -11,7 +11,10 @@ import bpy
 import numpy as np
 import pytest
 
-from .conftest import mochi_module
+from .conftest import mochi_module, needs_bpy_module
+
+#: Both bake with the engine's command line in a child Python (a preset bake, as a user makes one).
+pytestmark = needs_bpy_module
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -7,18 +7,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from .conftest import bpy, mochi_module
+from .conftest import bpy, mochi_module, needs_bpy_module
 
 PRESET = Path(__file__).resolve().parents[2] / "presets" / "sand_pile.toml"
 FRAMES = 4
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory) -> Path:
-    """A preset bake (Y up, 300 grains, 4 frames), made by the engine outside Blender."""
-    from engine.bake import bake
-    from engine.preset import load_preset
-    from engine.scene import setup_from_preset
+def cache(mochi, tmp_path_factory) -> Path:
+    """A preset bake (Y up, 300 grains, 4 frames), made by the engine as the command line makes it."""
+    bake = mochi_module("engine.bake").bake
+    load_preset = mochi_module("engine.preset").load_preset
+    setup_from_preset = mochi_module("engine.scene").setup_from_preset
 
     folder = tmp_path_factory.mktemp("export") / "cache"
     bake(setup_from_preset(load_preset(PRESET), particles=300), folder, frames=FRAMES, info={"up_axis": "Y"})
@@ -28,9 +28,7 @@ def cache(tmp_path_factory) -> Path:
 def ply_in_blender_world(cache: Path, frame: int) -> dict[str, np.ndarray]:
     """A PLY frame's centres in Blender's Z-up world (a Y-up cache is turned +90° about X, as playback
     does: (x, y, z) → (x, −z, y)), its radii and object ids."""
-    from engine.cache import read_frame
-
-    ply = read_frame(cache, frame)
+    ply = mochi_module("engine.cache").read_frame(cache, frame)
     return {"position": np.stack([ply["x"], -ply["z"], ply["y"]], axis=1), "radius": ply["radius"],
             "object_id": ply["object_id"], "velocity": np.stack([ply["vx"], -ply["vz"], ply["vy"]], axis=1)}
 
@@ -57,7 +55,7 @@ def world_attributes(obj, frame: int, names: dict[str, int]) -> dict[str, np.nda
 
 
 def test_blender_usd_importer_gives_back_the_ply_frames(mochi, empty_scene, cache, tmp_path):
-    from engine.export.usd import export_cache_to_usd
+    export_cache_to_usd = mochi_module("engine.export.usd").export_cache_to_usd
 
     export_cache_to_usd(cache, tmp_path / "grains.usda")
     assert bpy.ops.wm.usd_import(filepath=str(tmp_path / "grains.usda")) == {"FINISHED"}
@@ -111,6 +109,7 @@ def test_alembic_export_without_playback_object(mochi, empty_scene, tmp_path):
     assert not (tmp_path / "none.abc").exists()
 
 
+@needs_bpy_module
 def test_cli_alembic_export_through_the_bpy_module(mochi, empty_scene, cache, tmp_path, capsys):
     """`mochi export CACHE --abc OUT` builds the playback object in a child Python with bpy."""
     from engine.cli.main import main

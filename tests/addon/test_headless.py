@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from .conftest import REPO, bpy, mochi_module
+from .conftest import bpy, INSIDE_BLENDER, mochi_module, needs_bpy_module, REPO
 
 HEADLESS = REPO / "addon" / "headless.py"
 
@@ -21,11 +21,6 @@ def run_python(*args: str, timeout: float = 300, env: dict | None = None) -> sub
     """Run this Python (which has the bpy module) in a fresh process."""
     return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, **(env or {})}, cwd=REPO)
-
-
-#: Inside a Blender executable (pytest-blender) there is no bpy module for child Pythons.
-INSIDE_BLENDER = bool(bpy.app.binary_path)
-needs_bpy_module = pytest.mark.skipif(INSIDE_BLENDER, reason="runs the bpy module in a child Python")
 
 
 def run_blender_script(script: str, *, user_folder: Path) -> subprocess.CompletedProcess:

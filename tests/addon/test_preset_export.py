@@ -10,7 +10,7 @@ import bpy
 import numpy as np
 import pytest
 
-from .conftest import mochi_module
+from .conftest import mochi_module, needs_bpy_module
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -77,6 +77,7 @@ def test_preset_menu_saves_and_removes_a_user_preset(small_scene, tmp_path, monk
     assert (REPO / "presets" / "sand_pile.toml").is_file()
 
 
+@needs_bpy_module
 def test_cli_exports_a_blend_and_bakes_it(small_scene, tmp_path):
     """`mochi preset export scene.blend OUT.toml`, then `mochi bake OUT.toml`: same physics and spheres."""
     blend = Path(bpy.data.filepath)
