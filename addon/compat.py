@@ -66,3 +66,15 @@ def register_cli_command(name: str, function):
     """``bpy.utils.register_cli_command`` (Blender 4.2+); None where it is missing."""
     register = getattr(bpy.utils, "register_cli_command", None)
     return register(name, function) if register is not None else None
+
+
+def has_alembic_exporter() -> bool:
+    """Whether this Blender build has Alembic (distribution builds may leave it out, e.g. Debian's 5.2)."""
+    return "alembic_export" in dir(bpy.ops.wm)
+
+
+def has_usd() -> bool:
+    """Whether this Blender build has USD's Python modules (pxr); Debian's 5.2 build has none."""
+    import importlib.util
+
+    return importlib.util.find_spec("pxr") is not None

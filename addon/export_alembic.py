@@ -50,6 +50,11 @@ def export_playback_alembic(context, playback_object: bpy.types.Object, filepath
     Raises:
         MochiError: no playback object, a bad frame range, or Blender writing nothing.
     """
+    from . import compat
+
+    if not compat.has_alembic_exporter():
+        raise MochiError("This Blender was built without Alembic (some Linux distributions' builds are); "
+                         "export USD instead, or use a Blender from blender.org.")
     if playback_object is None or playback_object.name not in context.scene.objects:
         raise MochiError("There is no Mochi playback object in this scene; bake or load a cache first.")
     if frame_end < frame_start:

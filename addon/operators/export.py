@@ -34,8 +34,15 @@ class MOCHI_OT_export_usd(bpy.types.Operator, ExportHelper):
         from ..bake_job import current_job
         from ..snapshot import cache_folder
 
+        from .. import compat
+
         if current_job() is not None:
             self.report({"ERROR"}, "A Mochi bake is running; export once it has finished (or cancel it).")
+            return {"CANCELLED"}
+        if not compat.has_usd():
+            self.report({"ERROR"}, "This Blender was built without USD (some Linux distributions' builds are); "
+                        "export from a shell with `mochi export CACHE --usd OUT.usda`, or use a Blender from "
+                        "blender.org.")
             return {"CANCELLED"}
         try:
             stage = Path(bpy.path.abspath(self.filepath))
