@@ -114,6 +114,7 @@ def test_alembic_export_of_the_playback_object_round_trips(mochi, empty_scene, c
         np.testing.assert_allclose(got["velocity"], want["velocity"], atol=1e-6)
 
 
+@needs_alembic
 def test_alembic_export_without_playback_object(mochi, empty_scene, tmp_path):
     with pytest.raises(RuntimeError, match="no Mochi playback object"):
         bpy.ops.mochi.export_alembic(filepath=str(tmp_path / "none.abc"))
