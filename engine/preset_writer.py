@@ -8,9 +8,9 @@ disk never names a mesh that is not there.
 
 from __future__ import annotations
 
-import io
 import os
 import re
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -66,7 +66,7 @@ def write_preset(path: str | os.PathLike, document: dict, meshes: dict[str, tupl
     if path.suffix.lower() != ".toml":
         raise MochiError(f"A preset is a .toml file, not '{path.name}'.")
     text = tomli_w.dumps(document)
-    parse_preset(_document_as_read(text), str(path))  # refuse before writing what would not load
+    parse_preset(tomllib.loads(text), str(path))  # refuse before writing what would not load
     try:
         (path.parent / MESH_FOLDER).mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -75,9 +75,3 @@ def write_preset(path: str | os.PathLike, document: dict, meshes: dict[str, tupl
         write_mesh_ply(path.parent / relative, vertices, triangles)
     write_atomic(path, lambda handle: handle.write(text.encode("utf-8")))
     return path
-
-
-def _document_as_read(text: str) -> dict:
-    import tomllib
-
-    return tomllib.load(io.BytesIO(text.encode("utf-8")))

@@ -152,7 +152,8 @@ class MOCHI_OT_preset_save(bpy.types.Operator):
             self.report({"ERROR"}, "Blender has no user scripts folder to keep presets in.")
             return {"CANCELLED"}
         # Each preset in a folder of its own, so its meshes/ never mix with another preset's.
-        path = folder / mesh_file_name(name)[:-4] / f"{mesh_file_name(name)[:-4]}.toml"
+        stem = Path(mesh_file_name(name)).stem  # the name as a safe file name
+        path = folder / stem / f"{stem}.toml"
         try:
             save_scene_preset(context, path, name=name, description=self.description)
         except MochiError as exc:
