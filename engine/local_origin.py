@@ -60,18 +60,18 @@ def round_to_world(positions: np.ndarray, origin: np.ndarray) -> np.ndarray:
 
 
 def shift_field_table(table: np.ndarray, origin: np.ndarray, fields) -> np.ndarray:
-    """The field table of ``engine.fields.pack_fields`` with its positions made local: a vortex's centre,
-    a sampled field's corners (recomputed in float64 from ``fields``, then rounded)."""
+    """The field table of ``engine.fields.pack_fields`` with its positions made local: a centred field's
+    centre, a sampled field's corners (recomputed in float64 from ``fields``, then rounded)."""
     if not origin.any() or table.shape[0] == 0:
         return table
-    from .fields import KIND_SAMPLED, KIND_VORTEX
+    from .fields import CENTRED_KINDS, KIND_SAMPLED
 
     out = table.copy()
-    rows = [f for f in fields if f.kind in ("vortex", "sampled")]
+    rows = [f for f in fields if f.kind in CENTRED_KINDS or f.kind == "sampled"]
     for row, f in zip(out, rows):
-        if int(row[0]) == KIND_VORTEX:
-            row[1:4] = np.asarray(f.center, np.float64) - origin
-        elif int(row[0]) == KIND_SAMPLED:
+        if int(row[0]) == KIND_SAMPLED:
             row[5:8] = np.asarray(f.lo, np.float64) - origin
             row[8:11] = np.asarray(f.hi, np.float64) - origin
+        else:
+            row[1:4] = np.asarray(f.center, np.float64) - origin
     return out

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import MochiError
+from .fields import FIELD_KINDS, SEED_LIMIT, SHAPES, VORTEX_PROFILES, Z_DIRECTIONS
 from .model import SIDES
 from .preset_colliders import ColliderSpec, parse_colliders
 
@@ -147,7 +148,9 @@ class _Checker:
 
 TOP_KEYS = {"scene", "time", "contact", "domain", "gravity", "materials", "fields", "emitters", "colliders"}
 MATERIAL_KEYS = {"name", "density", "restitution", "friction"}
-FIELD_KEYS = {"type", "vector", "axis", "rate", "center", "strength", "core_radius", "path", "lo", "hi"}
+FIELD_KEYS = {"type", "vector", "axis", "rate", "center", "strength", "core_radius", "path", "lo", "hi",
+              "falloff_power", "min_distance", "max_distance", "shape", "z_direction", "flow", "profile", "size",
+              "seed"}
 EMITTER_KEYS = {"type", "count", "lo", "hi", "radius", "material", "velocity", "angular_velocity",
                 "object_id", "path", "small_ratio", "shell", "fit", "center", "rotation", "copies", "seed",
                 "pivot"}
@@ -191,7 +194,7 @@ def parse_preset(data: dict, source: str) -> Preset:
     for index, raw in enumerate(data.get("fields", [])):
         where = f"[[fields]] #{index + 1}"
         f = c.table(raw, where, FIELD_KEYS)
-        kind = c.string(f, where, "type", None, choices=("uniform", "rotating", "vortex", "sampled"))
+        kind = c.string(f, where, "type", None, choices=FIELD_KINDS)
         if kind is None:
             c.fail(where, "needs a type")
         entry = {"kind": kind,
@@ -203,13 +206,22 @@ def parse_preset(data: dict, source: str) -> Preset:
                  "core_radius": c.number(f, where, "core_radius", 0.1, low=0, low_open=True),
                  "lo": c.vector(f, where, "lo", (0.0, 0.0, 0.0)),
                  "hi": c.vector(f, where, "hi", (1.0, 1.0, 1.0)),
-                 "path": ""}
+                 "path": "",
+                 "falloff_power": c.number(f, where, "falloff_power", 0.0, low=0),
+                 "min_distance": c.number(f, where, "min_distance", 0.0, low=0),
+                 "max_distance": c.number(f, where, "max_distance", 0.0, low=0),
+                 "shape": c.string(f, where, "shape", "point", choices=SHAPES),
+                 "z_direction": c.string(f, where, "z_direction", "both", choices=tuple(Z_DIRECTIONS)),
+                 "flow": c.number(f, where, "flow", 0.0, low=0),
+                 "profile": c.string(f, where, "profile", "rankine", choices=VORTEX_PROFILES),
+                 "size": c.number(f, where, "size", 1.0, low=0, low_open=True),
+                 "seed": c.number(f, where, "seed", 0, low=0, high=SEED_LIMIT - 1, integer=True)}
         if kind == "sampled":
             path = c.string(f, where, "path", None)
             if path is None:
                 c.fail(where, "of type sampled needs a path to a .npy file")
             entry["path"] = str((Path(source).parent / path).resolve())
-        if kind in ("rotating", "vortex") and not any(entry["axis"]):
+        if kind in ("rotating", "vortex", "force", "wind", "turbulence") and not any(entry["axis"]):
             c.fail(f"{where} axis", "must not be zero")
         fields.append(entry)
 

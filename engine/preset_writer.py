@@ -21,6 +21,36 @@ from .preset import parse_preset
 
 #: Folder beside the TOML that holds its meshes.
 MESH_FOLDER = "meshes"
+#: ForceField attributes that each kind of field reads (the rest are left out of its [[fields]] table).
+FIELD_KEYS_BY_KIND = {
+    "uniform": ("vector",),
+    "rotating": ("vector", "axis", "rate"),
+    "vortex": ("center", "axis", "strength", "core_radius", "profile", "falloff_power", "min_distance",
+               "max_distance", "shape", "z_direction", "flow"),
+    "sampled": ("path", "lo", "hi", "strength"),
+    "force": ("center", "axis", "strength", "falloff_power", "min_distance", "max_distance", "shape",
+              "z_direction", "flow"),
+    "wind": ("center", "axis", "strength", "falloff_power", "min_distance", "max_distance", "shape",
+             "z_direction", "flow"),
+    "turbulence": ("center", "axis", "strength", "size", "seed", "falloff_power", "min_distance",
+                   "max_distance", "shape", "z_direction", "flow"),
+}
+
+
+def field_to_table(field) -> dict:
+    """One ``engine.fields.ForceField`` as a preset's [[fields]] table: its type and the settings its kind
+    reads that differ from the defaults (a sampled field's path stays as given, absolute when it is)."""
+    from .fields import ForceField
+
+    default = ForceField(kind=field.kind)
+    table = {"type": field.kind}
+    for key in FIELD_KEYS_BY_KIND[field.kind]:
+        value = getattr(field, key)
+        if key == "path" or value != getattr(default, key):
+            table[key] = [float(v) for v in value] if isinstance(value, tuple) else value
+    if field.kind in ("rotating", "vortex", "force", "wind", "turbulence") and "axis" not in table:
+        table["axis"] = [float(v) for v in default.axis]
+    return table
 
 
 def mesh_file_name(name: str) -> str:

@@ -190,7 +190,9 @@ def setup_from_arrays(*, positions: np.ndarray, radius: np.ndarray, velocities: 
     speed0 = float(np.sqrt((state.velocities.astype(np.float64) ** 2).sum(axis=1)).max())
     if colliders is not None:  # a moving collider hits resting grains at its own speed
         speed0 += colliders.max_surface_speed()
-    accel = float(np.linalg.norm(gravity.vector)) + field_max_acceleration(tuple(fields))
+    # Blender's vortices grow with the distance from their centre: bounded over the domain's diagonal.
+    accel = float(np.linalg.norm(gravity.vector)) + field_max_acceleration(
+        tuple(fields), extent=float(np.linalg.norm(domain.size)), speed=speed0)
     fall = expected_fall_height(state.positions, probe.radius, np.zeros(state.particle_count, np.int32)
                                 if object_id is None else np.asarray(object_id), gravity, domain, colliders)
     impact = expected_impact_speed(speed0, accel, fall)

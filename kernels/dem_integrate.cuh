@@ -42,7 +42,7 @@ __device__ __forceinline__ void dem_integrate_slot(const DemParams& P, float ax,
         fz += w.z;
     }
     float3 g = make_float3(0.0f, 0.0f, 0.0f);
-    if (P.field_count > 0) g = dem_field_acceleration(P, p.x, p.y, p.z);
+    if (P.field_count > 0) g = dem_field_acceleration(P, p.x, p.y, p.z, v.x, v.y, v.z);
     const double dt = (double)P.dt;
     const double vx = (double)v.x + ((double)fx / m + (double)ax + (double)g.x) * dt;
     const double vy = (double)v.y + ((double)fy / m + (double)ay + (double)g.y) * dt;

@@ -21,6 +21,7 @@ from numba import njit, prange
 
 KERNEL_OPTIONS = dict(nogil=True, cache=True, fastmath=False, error_model="numpy")
 from ..contact_law import TANGENTIAL_STIFFNESS_RATIO  # noqa: E402  (a numba global constant)
+from .cpu_fields import field_acceleration  # noqa: E402
 
 
 @njit(parallel=True, **KERNEL_OPTIONS)
@@ -311,45 +312,10 @@ def gather_reactions(force, pair_force, rev_start, rev_pair):
 
 
 @njit(**KERNEL_OPTIONS)
-def _field_acceleration(x, y, z, table, grid):
-    """Sum of vortex and sampled fields at (x, y, z) (layout in engine.fields) [m/s²]."""
-    ax = ay = az = 0.0
-    for f in range(table.shape[0]):
-        kind = int(table[f, 0])
-        if kind == 2:  # vortex
-            rx, ry, rz = x - table[f, 1], y - table[f, 2], z - table[f, 3]
-            ux, uy, uz = table[f, 4], table[f, 5], table[f, 6]
-            along = rx * ux + ry * uy + rz * uz
-            px, py, pz = rx - along * ux, ry - along * uy, rz - along * uz
-            rho = math.sqrt(px * px + py * py + pz * pz)
-            if rho > 0.0:
-                core = table[f, 8]
-                profile = rho / core if rho < core else core / rho
-                scale = table[f, 7] * profile / rho
-                ax += scale * (uy * pz - uz * py)
-                ay += scale * (uz * px - ux * pz)
-                az += scale * (ux * py - uy * px)
-        elif kind == 3:  # sampled, trilinear over nodes spanning lo..hi
-            offset = int(table[f, 1])
-            nx, ny, nz = int(table[f, 2]), int(table[f, 3]), int(table[f, 4])
-            u = (x - table[f, 5]) / (table[f, 8] - table[f, 5]) * (nx - 1)
-            v = (y - table[f, 6]) / (table[f, 9] - table[f, 6]) * (ny - 1)
-            w = (z - table[f, 7]) / (table[f, 10] - table[f, 7]) * (nz - 1)
-            if u < 0.0 or v < 0.0 or w < 0.0 or u > nx - 1 or v > ny - 1 or w > nz - 1:
-                continue
-            i0 = min(int(u), nx - 2)
-            j0 = min(int(v), ny - 2)
-            k0 = min(int(w), nz - 2)
-            fu, fv, fw = u - i0, v - j0, w - k0
-            for corner in range(8):
-                di, dj, dk = corner >> 2, (corner >> 1) & 1, corner & 1
-                weight = ((fu if di else 1.0 - fu) * (fv if dj else 1.0 - fv) * (fw if dk else 1.0 - fw)
-                          * table[f, 11])
-                base = offset + (((i0 + di) * ny + (j0 + dj)) * nz + (k0 + dk)) * 3
-                ax += weight * grid[base]
-                ay += weight * grid[base + 1]
-                az += weight * grid[base + 2]
-    return ax, ay, az
+def _field_acceleration(x, y, z, vx, vy, vz, table, grid):
+    """Sum of the per-particle fields at (x, y, z) [m] for velocity (vx, vy, vz) [m/s] (layout in
+    engine.fields; formulas in engine.backends.cpu_fields) [m/s²]."""
+    return field_acceleration(x, y, z, vx, vy, vz, table, grid)
 
 
 @njit(parallel=True, **KERNEL_OPTIONS)
@@ -402,7 +368,8 @@ def integrate(pos, vel, force, radius, mass, material, active, accel, dt, lo, hi
             fy += wy
             fz += wz
         px, py, pz = np.float64(pos[i, 0]), np.float64(pos[i, 1]), np.float64(pos[i, 2])
-        gx, gy, gz = _field_acceleration(px, py, pz, field_table, field_grid)
+        gx, gy, gz = _field_acceleration(px, py, pz, np.float64(vel[i, 0]), np.float64(vel[i, 1]),
+                                         np.float64(vel[i, 2]), field_table, field_grid)
         vx = vel[i, 0] + (fx / m + accel[0] + gx) * dt
         vy = vel[i, 1] + (fy / m + accel[1] + gy) * dt
         vz = vel[i, 2] + (fz / m + accel[2] + gz) * dt
