@@ -37,6 +37,7 @@ class BakeMonitor:
         self.start_frame = start_frame
         self.frames_before = frames_before  # complete frames when a resumed bake started
         self.frames_seen = 0
+        self.notes: tuple[str, ...] = ()  # what the scene snapshot could not take over (addon.force_fields)
 
     @property
     def scene(self) -> bpy.types.Scene | None:
@@ -132,7 +133,9 @@ def start_bake(context, *, resume: bool, frames: int | None = None, backend: str
     start = scene.mochi.frame_start
     if resume and manifest.get("frame_start_scene") is not None:
         start = int(manifest["frame_start_scene"])
-    return BakeMonitor(scene, job, start_frame=start, frames_before=completed if resume else 0)
+    monitor = BakeMonitor(scene, job, start_frame=start, frames_before=completed if resume else 0)
+    monitor.notes = settings.notes if settings is not None else ()
+    return monitor
 
 
 def run_blocking(monitor: BakeMonitor, *, tick: float = 0.1, log=None) -> BakeOutcome:

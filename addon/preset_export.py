@@ -67,7 +67,7 @@ def settings_to_preset(settings: BakeSettings, *, name: str, description: str = 
         MochiError: a collider that deforms.
     """
     from ..engine.packing.mesh import place_vertices
-    from ..engine.preset_writer import MESH_FOLDER, mesh_file_name
+    from ..engine.preset_writer import MESH_FOLDER, field_to_table, mesh_file_name
 
     sim, dom = settings.simulation, settings.domain
     meshes: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -113,6 +113,8 @@ def settings_to_preset(settings: BakeSettings, *, name: str, description: str = 
         "materials": materials,
         "emitters": emitters,
     }
+    if sim.fields:  # the panel's fields and the scene's force-field objects, as the bake takes them
+        document["fields"] = [field_to_table(f) for f in sim.fields]
     if colliders:
         document["colliders"] = colliders
     return document, meshes

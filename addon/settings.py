@@ -142,6 +142,8 @@ class SimulationSettings:
         cache_folder: Absolute path of the cache folder.
         scene_name: Blender scene name (stored in the manifest).
         blend_file: Path of the .blend, or "" when unsaved (stored in the manifest).
+        fields: Engine fields (``engine.fields.ForceField``): the panel's and the scene's force-field
+            objects', as ``addon.force_fields`` translates them.
     """
 
     gravity: tuple[float, float, float]
@@ -160,16 +162,22 @@ class SimulationSettings:
     cache_folder: Path
     scene_name: str = ""
     blend_file: str = ""
+    fields: tuple = ()
 
 
 @dataclass(frozen=True)
 class BakeSettings:
-    """Everything a bake needs, gathered in the main thread; safe to hand to a worker thread."""
+    """Everything a bake needs, gathered in the main thread; safe to hand to a worker thread.
+
+    ``notes`` are sentences for the user about what the snapshot could not take over (force fields the
+    engine has no counterpart of); they are not part of what is baked.
+    """
 
     simulation: SimulationSettings
     domain: DomainSettings
     sources: tuple[SourceSettings, ...]
     colliders: tuple[ColliderSettings, ...] = ()
+    notes: tuple[str, ...] = ()
 
     def fingerprint(self) -> dict:
         """What the bake is made from, for the check a resume makes (``engine.bake``, inputs): every
@@ -272,6 +280,6 @@ def setup_from_settings(settings: BakeSettings):
         positions=np.concatenate(positions), radius=np.concatenate(radii),
         velocities=np.concatenate(velocities), material_index=material_index,
         object_id=material_index.copy(), materials=materials, domain=domain, gravity=gravity,
-        fields=(), dt=sim.dt, substeps=sim.substeps, stiffness=sim.stiffness, fps=sim.fps,
+        fields=tuple(sim.fields), dt=sim.dt, substeps=sim.substeps, stiffness=sim.stiffness, fps=sim.fps,
         rebuild_interval=sim.rebuild_interval, seed=sim.seed, name=sim.scene_name or "Blender scene",
         colliders=colliders_from_settings(settings), friction_model=sim.friction_model)

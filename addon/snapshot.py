@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import tempfile
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import bpy
@@ -189,7 +190,10 @@ def scene_blender_to_settings(context, *, frame_count: int | None = None) -> Bak
         blend_file=bpy.data.filepath)
     if s.use_rotating_gravity and not any(s.gravity_axis):
         raise MochiError("The rotating gravity axis is zero; give it a direction.")
+    from .force_fields import scene_fields_blender_to_engine
+
     with at_frame(scene, s.frame_start):  # the bake starts from the scene as it is at its first frame
+        translation = scene_fields_blender_to_engine(scene)
         domain = domain_blender_to_settings(domains[0])
         source_settings = tuple(source_blender_to_settings(o, context, frame_start=s.frame_start, fps=fps)
                                 for o in sources)
@@ -197,4 +201,5 @@ def scene_blender_to_settings(context, *, frame_count: int | None = None) -> Bak
 
     colliders = colliders_blender_to_settings(context, [o for o in objects if o.mochi.role == "COLLIDER"],
                                               frame_start=s.frame_start, frame_count=frames, fps=fps)
-    return BakeSettings(simulation=simulation, domain=domain, sources=source_settings, colliders=colliders)
+    return BakeSettings(simulation=replace(simulation, fields=translation.fields), domain=domain,
+                        sources=source_settings, colliders=colliders, notes=translation.notes)

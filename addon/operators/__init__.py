@@ -2,9 +2,9 @@
 
 import bpy
 
-from . import bake, cache, export, farm, pack, presets
+from . import bake, cache, export, farm, fields, pack, presets
 
-CLASSES = (*pack.CLASSES, *bake.CLASSES, *cache.CLASSES, *presets.CLASSES, *export.CLASSES, *farm.CLASSES)
+CLASSES = (*pack.CLASSES, *bake.CLASSES, *cache.CLASSES, *presets.CLASSES, *fields.CLASSES, *export.CLASSES, *farm.CLASSES)
 
 
 def register():

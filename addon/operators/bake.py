@@ -30,10 +30,13 @@ class _BakeBase:
         from ..preferences import confirm_seconds
 
         try:
-            return start_bake(context, resume=self.resume, confirm_above=confirm_seconds(context) if ask else None)
+            monitor = start_bake(context, resume=self.resume, confirm_above=confirm_seconds(context) if ask else None)
         except MochiError as exc:
             self.report({"ERROR"}, str(exc))
             return None
+        for note in monitor.notes:  # force fields the engine cannot bake, named before it starts
+            self.report({"WARNING"}, note)
+        return monitor
 
     def _end(self, context):
         outcome = self._monitor.finish()

@@ -4,7 +4,8 @@ as a preset (addon.preset_export) into the user's preset folder, and remove user
 Presets are written in the engine's frame, Y up; Blender is Z up, so vectors and box sides are turned
 by +90° about X on the way in (engine (x, y, z) → Blender (x, −z, y)). A preset's emitters and domain
 box are scene content and stay as they are; its settings (time, gravity, walls, first material, frame
-count, seed, frame rate) are applied.
+count, seed, frame rate) and its fields (the engine's in the Fields panel, Blender's kinds as force-field
+objects) are applied.
 """
 
 from __future__ import annotations
@@ -65,8 +66,19 @@ def save_scene_preset(context, path: Path, *, name: str, description: str = "") 
     return write_preset(path, document, meshes)
 
 
-def apply_preset(preset, scene: bpy.types.Scene, active: bpy.types.Object | None) -> None:
-    """Copy a validated ``engine.preset.Preset`` into the scene (and domain/active source) settings."""
+def apply_preset(preset, scene: bpy.types.Scene, active: bpy.types.Object | None) -> list[str]:
+    """Copy a validated ``engine.preset.Preset`` into the scene (and domain/active source) settings, its
+    fields included (``addon.force_fields.fields_engine_to_blender``).
+
+    Returns:
+        Sentences about what could not be applied.
+    """
+    from ...engine.fields import ForceField
+    from ..force_fields import fields_engine_to_blender
+
+    # A preset saved from Blender is Z up already; the shipped ones are Y up.
+    to_blender = (lambda v: tuple(v)) if preset.up_axis == "Z" else vector_engine_to_blender
+    sides = {s: s for s in SIDE_ENGINE_TO_BLENDER} if preset.up_axis == "Z" else SIDE_ENGINE_TO_BLENDER
     s = scene.mochi
     s.frame_end = s.frame_start + preset.frames - 1
     s.seed = preset.seed
@@ -83,14 +95,14 @@ def apply_preset(preset, scene: bpy.types.Scene, active: bpy.types.Object | None
         s.stiffness = preset.stiffness
     s.rebuild_interval = preset.rebuild_interval
     s.friction_model = preset.friction_model.upper()
-    s.gravity = vector_engine_to_blender(preset.gravity)
+    s.gravity = to_blender(preset.gravity)
     s.use_rotating_gravity = preset.gravity_axis is not None and preset.gravity_rate != 0.0
     if s.use_rotating_gravity:
-        s.gravity_axis = vector_engine_to_blender(preset.gravity_axis)
+        s.gravity_axis = to_blender(preset.gravity_axis)
         s.gravity_rate = preset.gravity_rate
     for obj in scene.objects:
         if obj.mochi.role == "DOMAIN":
-            obj.mochi.open_sides = {SIDE_ENGINE_TO_BLENDER[side] for side in preset.open_sides}
+            obj.mochi.open_sides = {sides[side] for side in preset.open_sides}
             obj.mochi.wall_restitution = preset.wall_restitution
             obj.mochi.wall_friction = preset.wall_friction
     if preset.materials and active is not None and active.mochi.role == "SOURCE":
@@ -98,6 +110,8 @@ def apply_preset(preset, scene: bpy.types.Scene, active: bpy.types.Object | None
         active.mochi.density = material["density"]
         active.mochi.restitution = material["restitution"]
         active.mochi.friction = material["friction"]
+    return fields_engine_to_blender(tuple(ForceField(**f) for f in preset.fields), scene, to_blender=to_blender,
+                                    name=preset.name)
 
 
 class MOCHI_OT_preset_apply(bpy.types.Operator):
@@ -119,7 +133,8 @@ class MOCHI_OT_preset_apply(bpy.types.Operator):
         except MochiError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
-        apply_preset(preset, context.scene, context.object)
+        for note in apply_preset(preset, context.scene, context.object):
+            self.report({"WARNING"}, note)
         self.report({"INFO"}, f"Applied the preset '{preset.name}'.")
         return {"FINISHED"}
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import bpy
-from bpy.props import (BoolProperty, EnumProperty, FloatProperty, FloatVectorProperty, IntProperty,
-                       PointerProperty, StringProperty)
+from bpy.props import (BoolProperty, CollectionProperty, EnumProperty, FloatProperty, FloatVectorProperty,
+                       IntProperty, PointerProperty, StringProperty)
+
+from .fields import MochiFieldSettings
 
 BACKEND_LABELS = {"auto": "Automatic", "cpu": "CPU", "cuda": "CUDA", "optix": "OptiX"}
 _backend_items_cache: list = []
@@ -36,10 +38,11 @@ def backend_items(_self, _context):
 class MochiSceneSettings(bpy.types.PropertyGroup):
     """Settings of the scene's Mochi simulation (Scene.mochi)."""
 
+    # Not animatable: a bake reads gravity once; a keyframe would be silently ignored.
     gravity: FloatVectorProperty(
-        name="Gravity", description="Gravitational acceleration at the first frame (Z is up)",
-        subtype="ACCELERATION", unit="ACCELERATION", size=3, default=(0.0, 0.0, -9.81),
-        soft_min=-50.0, soft_max=50.0)
+        name="Gravity", description="Gravitational acceleration in m/s² (Z is up). Not animatable: a bake "
+        "reads it once; for a gravity that turns use Rotating Gravity", subtype="ACCELERATION", unit="ACCELERATION",
+        size=3, default=(0.0, 0.0, -9.81), soft_min=-50.0, soft_max=50.0, options=set())
     use_rotating_gravity: BoolProperty(
         name="Rotating Gravity",
         description="Turn the gravity vector about an axis at a constant rate, as in a rotating drum",
@@ -96,6 +99,11 @@ class MochiSceneSettings(bpy.types.PropertyGroup):
         name="Cache Folder",
         description="Folder of the bake cache (PLY per frame); '//' is the folder of the .blend file",
         subtype="DIR_PATH", default="//mochi_cache", options=PATH_OPTIONS)
+    fields: CollectionProperty(
+        type=MochiFieldSettings, name="Fields",
+        description="Engine fields of the scene (uniform, rotating, vortex, sampled accelerations), added to "
+        "gravity and to the scene's force-field objects")
+    field_index: IntProperty(name="Active Field", description="The field selected in the list", default=0, min=0)
     playback_object: PointerProperty(
         name="Playback Object", description="Object whose geometry-nodes modifier plays the cache back "
         "(made by Bake)", type=bpy.types.Object)
@@ -104,7 +112,7 @@ class MochiSceneSettings(bpy.types.PropertyGroup):
         return self.frame_end - self.frame_start + 1
 
 
-CLASSES = (MochiSceneSettings,)
+CLASSES = (MochiFieldSettings, MochiSceneSettings)
 
 
 def register():

@@ -2,9 +2,9 @@
 
 import bpy
 
-from . import panels, presets, status
+from . import fields, panels, presets, status
 
-CLASSES = (*presets.CLASSES, *panels.CLASSES)
+CLASSES = (*presets.CLASSES, *panels.CLASSES, *fields.CLASSES)
 
 
 def register():
