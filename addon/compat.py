@@ -3,7 +3,8 @@
 Supported lines (each runs the whole add-on test suite, see docs/blender.md):
   4.5 LTS (Python 3.11)  no Format String node: the frame path is built with Join Strings
   5.0     (Python 3.11)  Format String node; materials and worlds are always node based
-  5.2 LTS (Python 3.13)  geometry-nodes modifier inputs are RNA properties, no longer ID properties
+  5.2 LTS (Python 3.13)  geometry-nodes modifier inputs are RNA properties, no longer ID properties;
+                         the Random Value node has only the sockets of its data type
 Before 4.5 there is no Import PLY geometry node, so a cache cannot be played back; the manifest asks
 for 4.5 and :func:`has_import_ply_node` turns a missing node into one sentence all the same.
 
@@ -29,6 +30,15 @@ def has_format_string_node() -> bool:
 def needs_use_nodes() -> bool:
     """Whether a material or world must be switched to nodes (before 5.0; from 5.0 they always are)."""
     return bpy.app.version < (5, 0, 0)
+
+
+def node_socket(sockets, name: str):
+    """The socket called ``name`` that the node uses now: up to 5.1 nodes such as Random Value keep a
+    socket per data type under one name and disable the others; 5.2 keeps only the active ones."""
+    for socket in sockets:
+        if socket.name == name and socket.enabled:
+            return socket
+    raise KeyError(f"no enabled socket '{name}'")
 
 
 def _input_identifier(modifier: bpy.types.NodesModifier, name: str) -> str:

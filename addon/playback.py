@@ -4,6 +4,15 @@ The playback node group reads the PLY of the current frame with 'Import PLY' (pa
 scene frame), turns its vertices into points with their ``radius``, stores ``velocity`` (for motion
 blur) from vx vy vz and sets a material. The node group, the folder and the frame range live in the
 .blend (as modifier inputs), so a render farm needs the cache folder but not the add-on.
+
+Render-ready by default: every grain gets ``mochi_random`` (0..1, a hash of its particle ``id``, so it
+is the same on every frame and needs nothing in the cache), the grain material colours grains by their
+source object (``object_id``) and varies them by ``mochi_random``; the viewport can show a fraction of
+the grains (*Viewport Display*, renders always show all); and a collection's objects can be instanced
+on the grains (*Instance Collection*), one picked at random per grain, scaled by the grain's radius and
+turned by the cache's orientation (``qw qx qy qz``) where the cache has one, else by a random rotation
+seeded by the id. While a bake exists its sources are hidden from renders (``hide_sources_from_render``),
+and shown again when it is freed.
 """
 
 from __future__ import annotations
@@ -21,6 +30,12 @@ MATERIAL_NAME = "Mochi Grain"
 COLLECTION_NAME = "Mochi"
 MODIFIER_NAME = "Mochi Playback"
 INPUT_FOLDER, INPUT_START, INPUT_LAST, INPUT_MATERIAL = "Cache Folder", "Start Frame", "Last Frame", "Material"
+INPUT_DISPLAY, INPUT_USE_INSTANCES, INPUT_COLLECTION, INPUT_INSTANCE_SCALE = (
+    "Viewport Display", "Use Instances", "Instance Collection", "Instance Scale")
+#: The per-grain random value the material reads.
+RANDOM_ATTRIBUTE = "mochi_random"
+#: Custom property on the objects Mochi hid from renders (shown again by Free Bake).
+HIDDEN_TAG = "mochi_hid_render"
 
 
 def playback_supported() -> bool:
@@ -178,8 +193,112 @@ def build_playback_group(*, use_format_string: bool | None = None) -> bpy.types.
     importer.location = (200, 0)
     links.new(path, importer.inputs["Path"])
     result = _points_with_radius_and_velocity(group, importer.outputs["Mesh"], inputs.outputs[INPUT_MATERIAL], 400)
+    result = _render_ready(group, result, inputs, 1200)
+    output.location = (2600, 0)
     links.new(result, output.inputs["Geometry"])
     return group
+
+
+def _named(group, name: str, data_type: str, location):
+    node = group.nodes.new("GeometryNodeInputNamedAttribute")
+    node.data_type = data_type
+    node.inputs["Name"].default_value = name
+    node.location = location
+    return node
+
+
+def _random(group, data_type: str, seed: int, id_socket, location):
+    """A Random Value node of ``data_type`` keyed by the particle id (same value on every frame)."""
+    node = group.nodes.new("FunctionNodeRandomValue")
+    node.data_type = data_type
+    node.location = location
+    compat.node_socket(node.inputs, "Seed").default_value = seed
+    group.links.new(id_socket, compat.node_socket(node.inputs, "ID"))
+    return node
+
+
+def _render_ready(group, points, inputs, x: float):
+    """Random attribute, viewport thinning and collection instancing after the points (module docstring)."""
+    nodes, links = group.nodes, group.links
+    interface = group.interface
+    display = interface.new_socket(INPUT_DISPLAY, in_out="INPUT", socket_type="NodeSocketFloat")
+    display.default_value, display.min_value, display.max_value = 100.0, 0.0, 100.0
+    display.subtype = "PERCENTAGE"
+    interface.new_socket(INPUT_USE_INSTANCES, in_out="INPUT", socket_type="NodeSocketBool")
+    interface.new_socket(INPUT_COLLECTION, in_out="INPUT", socket_type="NodeSocketCollection")
+    scale = interface.new_socket(INPUT_INSTANCE_SCALE, in_out="INPUT", socket_type="NodeSocketFloat")
+    scale.default_value, scale.min_value = 1.0, 0.0
+    grain_id = _named(group, "id", "INT", (x, -600)).outputs["Attribute"]
+
+    value = _random(group, "FLOAT", 0, grain_id, (x + 200, -400))
+    store = nodes.new("GeometryNodeStoreNamedAttribute")
+    store.data_type, store.domain = "FLOAT", "POINT"
+    store.inputs["Name"].default_value = RANDOM_ATTRIBUTE
+    store.location = (x + 400, 0)
+    links.new(points, store.inputs["Geometry"])
+    links.new(compat.node_socket(value.outputs, "Value"), store.inputs["Value"])
+
+    # Viewport only: drop each grain unless its id's coin (probability = percentage / 100) says keep.
+    fraction = nodes.new("ShaderNodeMath")
+    fraction.operation, fraction.location = "DIVIDE", (x + 200, -800)
+    fraction.inputs[1].default_value = 100.0
+    links.new(inputs.outputs[INPUT_DISPLAY], fraction.inputs[0])
+    keep = _random(group, "BOOLEAN", 1, grain_id, (x + 400, -800))
+    links.new(fraction.outputs["Value"], compat.node_socket(keep.inputs, "Probability"))
+    viewport = nodes.new("GeometryNodeIsViewport")
+    viewport.location = (x + 400, -600)
+    drop = nodes.new("FunctionNodeBooleanMath")
+    drop.operation, drop.location = "NIMPLY", (x + 600, -600)  # in the viewport and not kept
+    links.new(viewport.outputs[0], drop.inputs[0])
+    links.new(compat.node_socket(keep.outputs, "Value"), drop.inputs[1])
+    delete = nodes.new("GeometryNodeDeleteGeometry")
+    delete.domain, delete.location = "POINT", (x + 800, 0)
+    links.new(store.outputs["Geometry"], delete.inputs["Geometry"])
+    links.new(drop.outputs[0], delete.inputs["Selection"])
+
+    # Instances: a child of the collection per grain, scaled by its radius, turned by its orientation.
+    info = nodes.new("GeometryNodeCollectionInfo")
+    info.location = (x + 800, -300)
+    info.inputs["Separate Children"].default_value = True
+    info.inputs["Reset Children"].default_value = True
+    links.new(inputs.outputs[INPUT_COLLECTION], info.inputs["Collection"])
+    pick = _random(group, "INT", 2, grain_id, (x + 800, -1000))
+    compat.node_socket(pick.inputs, "Max").default_value = 1 << 30
+    quaternion = nodes.new("FunctionNodeQuaternionToRotation")
+    quaternion.location = (x + 800, -1300)
+    exists = None
+    for row, component in enumerate("wxyz"):
+        attribute = _named(group, f"q{component}", "FLOAT", (x + 600, -1200 - 120 * row))
+        links.new(attribute.outputs["Attribute"], quaternion.inputs[component.upper()])
+        exists = exists or attribute.outputs["Exists"]
+    angles = _random(group, "FLOAT_VECTOR", 3, grain_id, (x + 600, -1700))
+    compat.node_socket(angles.inputs, "Max").default_value = (2 * np.pi,) * 3
+    euler = nodes.new("FunctionNodeEulerToRotation")
+    euler.location = (x + 800, -1700)
+    links.new(compat.node_socket(angles.outputs, "Value"), euler.inputs[0])
+    rotation = nodes.new("GeometryNodeSwitch")
+    rotation.input_type, rotation.location = "ROTATION", (x + 1000, -1400)
+    links.new(exists, rotation.inputs["Switch"])
+    links.new(euler.outputs[0], rotation.inputs["False"])
+    links.new(quaternion.outputs[0], rotation.inputs["True"])
+    size = nodes.new("ShaderNodeMath")
+    size.operation, size.location = "MULTIPLY", (x + 1000, -1000)
+    links.new(_named(group, "radius", "FLOAT", (x + 800, -1500)).outputs["Attribute"], size.inputs[0])
+    links.new(inputs.outputs[INPUT_INSTANCE_SCALE], size.inputs[1])
+    instance = nodes.new("GeometryNodeInstanceOnPoints")
+    instance.location = (x + 1200, -200)
+    links.new(delete.outputs["Geometry"], instance.inputs["Points"])
+    links.new(info.outputs[0], instance.inputs["Instance"])
+    instance.inputs["Pick Instance"].default_value = True
+    links.new(compat.node_socket(pick.outputs, "Value"), instance.inputs["Instance Index"])
+    links.new(rotation.outputs[0], instance.inputs["Rotation"])
+    links.new(size.outputs["Value"], instance.inputs["Scale"])
+    choose = nodes.new("GeometryNodeSwitch")
+    choose.input_type, choose.location = "GEOMETRY", (x + 1400, 0)
+    links.new(inputs.outputs[INPUT_USE_INSTANCES], choose.inputs["Switch"])
+    links.new(delete.outputs["Geometry"], choose.inputs["False"])
+    links.new(instance.outputs["Instances"], choose.inputs["True"])
+    return choose.outputs[0]
 
 
 def build_points_group() -> bpy.types.NodeTree:
@@ -196,7 +315,11 @@ def build_points_group() -> bpy.types.NodeTree:
 
 
 def grain_material() -> bpy.types.Material:
-    """The default grain material (created once per .blend; users may edit or replace it)."""
+    """The default grain material (created once per .blend; users may edit or replace it).
+
+    Each source object's grains get their own hue (the golden-ratio step from orange, so the first source
+    is orange and the next ones far from it), and each grain a brightness from its ``mochi_random``.
+    """
     material = bpy.data.materials.get(MATERIAL_NAME)
     if material is None:
         material = bpy.data.materials.new(MATERIAL_NAME)
@@ -207,7 +330,36 @@ def grain_material() -> bpy.types.Material:
         if bsdf is not None:
             bsdf.inputs["Base Color"].default_value = (0.8, 0.55, 0.35, 1.0)
             bsdf.inputs["Roughness"].default_value = 0.6
+            _colour_by_object(material.node_tree, bsdf)
     return material
+
+
+def _colour_by_object(tree, bsdf) -> None:
+    """Base colour = HSV(fract(0.07 + 0.618 × object_id), 0.56, 0.8 × (0.8 + 0.4 × mochi_random))."""
+    nodes, links = tree.nodes, tree.links
+    object_id = nodes.new("ShaderNodeAttribute")
+    object_id.attribute_name, object_id.location = "object_id", (-900, 300)
+    random = nodes.new("ShaderNodeAttribute")
+    random.attribute_name, random.location = RANDOM_ATTRIBUTE, (-900, 0)
+
+    def math(operation, location, *operands):
+        node = nodes.new("ShaderNodeMath")
+        node.operation, node.location = operation, location
+        for index, operand in enumerate(operands):
+            if isinstance(operand, float):
+                node.inputs[index].default_value = operand
+            else:
+                links.new(operand, node.inputs[index])
+        return node.outputs["Value"]
+
+    hue = math("FRACT", (-500, 300), math("MULTIPLY_ADD", (-700, 300), object_id.outputs["Fac"], 0.618034, 0.07))
+    value = math("MULTIPLY_ADD", (-700, 0), random.outputs["Fac"], 0.32, 0.64)
+    colour = nodes.new("ShaderNodeCombineColor")
+    colour.mode, colour.location = "HSV", (-300, 150)
+    links.new(hue, colour.inputs[0])
+    colour.inputs[1].default_value = 0.56
+    links.new(value, colour.inputs[2])
+    links.new(colour.outputs[0], bsdf.inputs["Base Color"])
 
 
 def mochi_collection(scene: bpy.types.Scene) -> bpy.types.Collection:
@@ -222,6 +374,47 @@ def mochi_collection(scene: bpy.types.Scene) -> bpy.types.Collection:
 def _group(name: str, builder) -> bpy.types.NodeTree:
     group = bpy.data.node_groups.get(name)
     return group if group is not None else builder()
+
+
+def _playback_group() -> bpy.types.NodeTree:
+    """The .blend's playback group, or a new one when there is none or it predates the render-ready inputs."""
+    group = bpy.data.node_groups.get(PLAYBACK_GROUP)
+    if group is None or INPUT_DISPLAY not in group.interface.items_tree:
+        group = build_playback_group()
+    return group
+
+
+def apply_display_settings(scene: bpy.types.Scene) -> None:
+    """Copy the scene's playback options (viewport percentage, instancing) into its playback modifier."""
+    obj = scene.mochi.playback_object
+    modifier = obj.modifiers.get(MODIFIER_NAME) if obj is not None else None
+    if modifier is None or modifier.node_group is None or INPUT_DISPLAY not in modifier.node_group.interface.items_tree:
+        return
+    s = scene.mochi
+    compat.modifier_input_set(modifier, INPUT_DISPLAY, float(s.viewport_display_percentage))
+    compat.modifier_input_set(modifier, INPUT_USE_INSTANCES, bool(s.use_instances and s.instance_collection))
+    compat.modifier_input_set(modifier, INPUT_COLLECTION, s.instance_collection)
+    compat.modifier_input_set(modifier, INPUT_INSTANCE_SCALE, float(s.instance_scale))
+    obj.update_tag()
+
+
+def hide_sources_from_render(scene: bpy.types.Scene) -> None:
+    """Hide the scene's particle sources and pack previews from renders while a bake exists (the grains
+    render instead); the objects Mochi hid are tagged so that ``restore_render_visibility`` shows them."""
+    for obj in scene.objects:
+        preview = obj.mochi.role == "SOURCE" and obj.mochi.pack_preview
+        for target in (obj, preview) if obj.mochi.role == "SOURCE" else ():
+            if target and not target.hide_render:
+                target.hide_render = True
+                target[HIDDEN_TAG] = True
+
+
+def restore_render_visibility(scene: bpy.types.Scene) -> None:
+    """Show again in renders what ``hide_sources_from_render`` hid (Free Bake)."""
+    for obj in scene.objects:
+        if obj.get(HIDDEN_TAG):
+            obj.hide_render = False
+            del obj[HIDDEN_TAG]
 
 
 def folder_for_node(folder: str) -> str:
@@ -250,14 +443,16 @@ def ensure_playback_object(scene: bpy.types.Scene, folder: str, *, start_frame: 
     modifier = obj.modifiers.get(MODIFIER_NAME)
     if modifier is None:
         modifier = obj.modifiers.new(MODIFIER_NAME, "NODES")
-    if modifier.node_group is None:
-        modifier.node_group = _group(PLAYBACK_GROUP, build_playback_group)
+    if modifier.node_group is None or INPUT_DISPLAY not in modifier.node_group.interface.items_tree:
+        modifier.node_group = _playback_group()
     compat.modifier_input_set(modifier, INPUT_FOLDER, folder_for_node(folder))
     compat.modifier_input_set(modifier, INPUT_START, int(start_frame))
     compat.modifier_input_set(modifier, INPUT_LAST, max(1, int(last_frame)))
     if compat.modifier_input_get(modifier, INPUT_MATERIAL) is None:
         compat.modifier_input_set(modifier, INPUT_MATERIAL, grain_material())
     obj.rotation_euler = (np.pi / 2, 0.0, 0.0) if up_axis.upper() == "Y" else (0.0, 0.0, 0.0)
+    apply_display_settings(scene)
+    hide_sources_from_render(scene)
     obj.update_tag()
     return obj
 

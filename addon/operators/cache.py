@@ -34,6 +34,7 @@ class MOCHI_OT_free_bake(bpy.types.Operator):
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
         playback.remove_object(context.scene.mochi.playback_object)
+        playback.restore_render_visibility(context.scene)  # the sources render again
         self.report({"INFO"}, f"Freed the bake in '{folder}'.")
         return {"FINISHED"}
 

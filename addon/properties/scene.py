@@ -35,6 +35,12 @@ def backend_items(_self, _context):
     return _backend_items_cache
 
 
+def _playback_display_changed(self, context):
+    from ..playback import apply_display_settings
+
+    apply_display_settings(context.scene)
+
+
 class MochiSceneSettings(bpy.types.PropertyGroup):
     """Settings of the scene's Mochi simulation (Scene.mochi)."""
 
@@ -107,6 +113,22 @@ class MochiSceneSettings(bpy.types.PropertyGroup):
     playback_object: PointerProperty(
         name="Playback Object", description="Object whose geometry-nodes modifier plays the cache back "
         "(made by Bake)", type=bpy.types.Object)
+
+    viewport_display_percentage: FloatProperty(
+        name="Viewport Display", description="Share of the grains the viewport shows (the same grains on "
+        "every frame); renders always show every grain", subtype="PERCENTAGE", default=100.0, min=0.0,
+        max=100.0, update=_playback_display_changed)
+    use_instances: BoolProperty(
+        name="Instance Collection", description="Show a random object of the collection on each grain (rocks, "
+        "candy, beans) instead of a sphere, scaled by the grain's radius and turned at random, or by the "
+        "cache's orientation where it has one", default=False, update=_playback_display_changed)
+    instance_collection: PointerProperty(
+        name="Collection", description="Collection whose objects are instanced on the grains (model them "
+        "about their origin with a radius of 1 m; Instance Scale resizes them)", type=bpy.types.Collection,
+        update=_playback_display_changed)
+    instance_scale: FloatProperty(
+        name="Instance Scale", description="Size of an instance relative to its grain's radius", default=1.0,
+        min=0.0, soft_max=4.0, update=_playback_display_changed)
 
     def frame_count(self) -> int:
         return self.frame_end - self.frame_start + 1

@@ -143,4 +143,23 @@ class MOCHI_PT_bake(_PhysicsPanel, bpy.types.Panel):
         row.operator("mochi.open_cache_folder", text="", icon="FILE_FOLDER")
 
 
-CLASSES = (MOCHI_PT_object, MOCHI_PT_simulation, MOCHI_PT_bake)
+class MOCHI_PT_playback(_PhysicsPanel, bpy.types.Panel):
+    """How the baked grains show: a share of them in the viewport, or a collection instanced on them."""
+
+    bl_label = "Playback"
+    bl_parent_id = "MOCHI_PT_simulation"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        s = context.scene.mochi
+        layout.prop(s, "viewport_display_percentage")
+        layout.prop(s, "use_instances")
+        col = layout.column()
+        col.active = s.use_instances
+        col.prop(s, "instance_collection")
+        col.prop(s, "instance_scale")
+
+
+CLASSES = (MOCHI_PT_object, MOCHI_PT_simulation, MOCHI_PT_bake, MOCHI_PT_playback)

@@ -1,0 +1,117 @@
+"""Render-ready playback (addon/playback.py): a bake hides its sources from renders (Free Bake shows
+them again), grains carry a stable random value and the grain material colours them per source object,
+a collection can be instanced on the grains, and the viewport can show a share of them while renders
+show all (the render depsgraph is read in frame_change_post during a tiny Cycles render)."""
+
+from __future__ import annotations
+
+import bpy
+import numpy as np
+import pytest
+
+from .conftest import mochi_module
+
+
+def _count(obj, frame: int = 2) -> int:
+    geometry = _geometry(obj, frame)
+    return len(geometry.pointcloud.points) if geometry.pointcloud is not None else 0
+
+
+def _geometry(obj, frame: int = 2):
+    bpy.context.scene.frame_set(frame)
+    return obj.evaluated_get(bpy.context.evaluated_depsgraph_get()).evaluated_geometry()
+
+
+def _attribute(cloud, name: str) -> np.ndarray:
+    values = np.empty(len(cloud.points), np.float32)
+    cloud.attributes[name].data.foreach_get("value", values)
+    return values
+
+
+def _ids(cloud) -> np.ndarray:
+    values = np.empty(len(cloud.points), np.int32)
+    cloud.attributes["id"].data.foreach_get("value", values)
+    return values
+
+
+@pytest.fixture
+def baked_scene(small_scene):
+    small_scene.mochi.frame_end = 2
+    assert bpy.ops.mochi.bake() == {"FINISHED"}
+    return small_scene
+
+
+def test_bake_hides_sources_from_renders_and_free_bake_shows_them(small_scene):
+    sources = [o for o in small_scene.objects if o.mochi.role == "SOURCE"]
+    sources[1].hide_render = True  # hidden by the user: stays hidden after Free Bake
+    small_scene.mochi.frame_end = 2
+    assert bpy.ops.mochi.bake() == {"FINISHED"}
+    assert all(o.hide_render for o in sources)
+    assert bpy.ops.mochi.free_bake() == {"FINISHED"}
+    assert [o.hide_render for o in sources] == [False, True]
+
+
+def test_grains_carry_a_stable_random_value_and_the_material_colours_by_object(baked_scene):
+    playback = mochi_module("addon.playback")
+    obj = baked_scene.mochi.playback_object
+    modifier = obj.modifiers[playback.MODIFIER_NAME]
+    material = mochi_module("addon.compat").modifier_input_get(modifier, playback.INPUT_MATERIAL)
+    assert material is not None and material.name == playback.MATERIAL_NAME
+    names = {n.attribute_name for n in material.node_tree.nodes if n.bl_idname == "ShaderNodeAttribute"}
+    assert names == {"object_id", playback.RANDOM_ATTRIBUTE}
+    geometry = _geometry(obj, 1)
+    cloud = geometry.pointcloud  # valid while ``geometry`` is held
+    first = dict(zip(_ids(cloud), _attribute(cloud, playback.RANDOM_ATTRIBUTE)))
+    assert [m.name for m in cloud.materials] == [playback.MATERIAL_NAME]
+    assert set(np.unique(_attribute(cloud, "object_id"))) == {0.0, 1.0}
+    geometry = _geometry(obj, 2)
+    cloud = geometry.pointcloud
+    again = dict(zip(_ids(cloud), _attribute(cloud, playback.RANDOM_ATTRIBUTE)))
+    assert again == first  # keyed by the particle id: the same on every frame
+    values = np.array(list(first.values()))
+    assert values.min() >= 0.0 and values.max() <= 1.0 and values.std() > 0.15
+
+
+def test_instance_collection_puts_a_collection_object_on_every_grain(baked_scene):
+    rocks = bpy.data.collections.new("Rocks")
+    for kind in ("cube", "ico"):
+        mesh = bpy.data.meshes.new(kind)
+        mesh.from_pydata([(0, 0, 0), (1, 0, 0), (0, 1, 0)], [], [(0, 1, 2)])
+        rocks.objects.link(bpy.data.objects.new(kind, mesh))
+    obj = baked_scene.mochi.playback_object
+    grains = _count(obj)
+    s = baked_scene.mochi
+    s.instance_collection, s.use_instances = rocks, True
+    instanced = _geometry(obj)
+    assert len(instanced.instances_pointcloud().points) == grains
+    assert instanced.pointcloud is None or len(instanced.pointcloud.points) == 0
+    assert len(instanced.instance_references()) == 2
+    s.use_instances = False
+    assert _count(obj) == grains
+
+
+def test_viewport_display_percentage_thins_the_viewport_not_the_render(baked_scene):
+    obj = baked_scene.mochi.playback_object
+    grains = _count(obj)
+    baked_scene.mochi.viewport_display_percentage = 30.0
+    shown = _count(obj)
+    assert 0.15 * grains < shown < 0.45 * grains
+    counts = {}
+
+    def count(scene, depsgraph):
+        geometry = obj.evaluated_get(depsgraph).evaluated_geometry()
+        counts[depsgraph.mode] = len(geometry.pointcloud.points)
+
+    scene = baked_scene
+    scene.render.engine = "CYCLES"
+    scene.cycles.samples = 1
+    scene.render.resolution_x = scene.render.resolution_y = 8
+    camera = bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera"))
+    scene.collection.objects.link(camera)
+    scene.camera = camera
+    bpy.app.handlers.frame_change_post.append(count)
+    try:
+        bpy.ops.render.render()
+    finally:
+        bpy.app.handlers.frame_change_post.remove(count)
+    assert counts.get("RENDER") == grains
