@@ -1,7 +1,9 @@
 """Every difference between the Blender lines Mochi supports, and nowhere else.
 
 Supported lines (each runs the whole add-on test suite, see docs/blender.md):
-  4.5 LTS (Python 3.11)  no Format String node: the frame path is built with Join Strings
+  4.5 LTS (Python 3.11)  no Format String node: the frame path is built with Join Strings; Import PLY
+                         drops a vertex property called 'id' (playback keys grains by their row, in
+                         the node tree itself, where 'id' is missing)
   5.0     (Python 3.11)  Format String node; materials and worlds are always node based
   5.2 LTS (Python 3.13)  geometry-nodes modifier inputs are RNA properties, no longer ID properties;
                          the Random Value node has only the sockets of its data type

@@ -32,8 +32,9 @@ MODIFIER_NAME = "Mochi Playback"
 INPUT_FOLDER, INPUT_START, INPUT_LAST, INPUT_MATERIAL = "Cache Folder", "Start Frame", "Last Frame", "Material"
 INPUT_DISPLAY, INPUT_USE_INSTANCES, INPUT_COLLECTION, INPUT_INSTANCE_SCALE = (
     "Viewport Display", "Use Instances", "Instance Collection", "Instance Scale")
-#: The per-grain random value the material reads.
+#: The per-grain random value the material reads, and the per-grain key it is hashed from.
 RANDOM_ATTRIBUTE = "mochi_random"
+KEY_ATTRIBUTE = "mochi_id"
 #: Custom property on the objects Mochi hid from renders (shown again by Free Bake).
 HIDDEN_TAG = "mochi_hid_render"
 
@@ -228,14 +229,30 @@ def _render_ready(group, points, inputs, x: float):
     interface.new_socket(INPUT_COLLECTION, in_out="INPUT", socket_type="NodeSocketCollection")
     scale = interface.new_socket(INPUT_INSTANCE_SCALE, in_out="INPUT", socket_type="NodeSocketFloat")
     scale.default_value, scale.min_value = 1.0, 0.0
-    grain_id = _named(group, "id", "INT", (x, -600)).outputs["Attribute"]
+    # The grain's key: its particle id, or its row where the PLY importer drops 'id' (Blender 4.5; rows
+    # are in particle order on every frame), stored before thinning changes the rows.
+    cache_id = _named(group, "id", "INT", (x - 400, -600))
+    index = nodes.new("GeometryNodeInputIndex")
+    index.location = (x - 400, -800)
+    key = nodes.new("GeometryNodeSwitch")
+    key.input_type, key.location = "INT", (x - 200, -600)
+    links.new(cache_id.outputs["Exists"], key.inputs["Switch"])
+    links.new(index.outputs[0], key.inputs["False"])
+    links.new(cache_id.outputs["Attribute"], key.inputs["True"])
+    store_key = nodes.new("GeometryNodeStoreNamedAttribute")
+    store_key.data_type, store_key.domain = "INT", "POINT"
+    store_key.inputs["Name"].default_value = KEY_ATTRIBUTE
+    store_key.location = (x, 0)
+    links.new(points, store_key.inputs["Geometry"])
+    links.new(key.outputs[0], store_key.inputs["Value"])
+    grain_id = _named(group, KEY_ATTRIBUTE, "INT", (x, -600)).outputs["Attribute"]
 
     value = _random(group, "FLOAT", 0, grain_id, (x + 200, -400))
     store = nodes.new("GeometryNodeStoreNamedAttribute")
     store.data_type, store.domain = "FLOAT", "POINT"
     store.inputs["Name"].default_value = RANDOM_ATTRIBUTE
     store.location = (x + 400, 0)
-    links.new(points, store.inputs["Geometry"])
+    links.new(store_key.outputs["Geometry"], store.inputs["Geometry"])
     links.new(compat.node_socket(value.outputs, "Value"), store.inputs["Value"])
 
     # Viewport only: drop each grain unless its id's coin (probability = percentage / 100) says keep.

@@ -29,8 +29,9 @@ def _attribute(cloud, name: str) -> np.ndarray:
 
 
 def _ids(cloud) -> np.ndarray:
+    """The grains' keys: particle ids (rows where Blender 4.5's PLY import drops 'id')."""
     values = np.empty(len(cloud.points), np.int32)
-    cloud.attributes["id"].data.foreach_get("value", values)
+    cloud.attributes[mochi_module("addon.playback").KEY_ATTRIBUTE].data.foreach_get("value", values)
     return values
 
 
