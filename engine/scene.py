@@ -54,10 +54,11 @@ def expected_fall_height(positions: np.ndarray, radius: np.ndarray, object_id: n
     """How far the grains can be expected to fall before they hit something [m].
 
     Each grain can fall along gravity until the domain's wall or a collider's surface below it (at the
-    colliders' first pose). A packed source object falls as a block:
-    its lowest grains land first and the rest arrive on them at about the speed of a fall from the
-    middle of its range. A loose cloud (grains typically further than ``BLOCK_GAP`` radii from their
-    nearest neighbour) falls grain by grain, so its highest grain's fall counts. The largest over the objects is the
+    colliders' first pose). A packed source object falls as a block: its lowest grains land first, at
+    the block's speed, and each layer above lands on the one just stopped below it at that speed too
+    (the block has no time to gain more over the gap of a grain), so its lowest grain's fall counts. A
+    loose cloud (grains typically further than ``BLOCK_GAP`` radii from their nearest neighbour) falls
+    grain by grain, so its highest grain's fall counts. The largest over the objects is the
     fall 'auto' stiffness is chosen for, rather than a fall through the whole domain. Rotating gravity
     can point anywhere, so then the domain's largest side counts.
 
@@ -84,6 +85,7 @@ def expected_fall_height(positions: np.ndarray, radius: np.ndarray, object_id: n
     heights = []
     for obj in np.unique(object_id):
         mine = np.flatnonzero(object_id == obj)
+        packed = _is_packed(p[mine], radius[mine])  # on every grain: a sample is always loose
         if colliders is not None:
             # A sample of the grains (the lowest and highest along gravity among them) is enough.
             along = p[mine] @ down
@@ -94,7 +96,7 @@ def expected_fall_height(positions: np.ndarray, radius: np.ndarray, object_id: n
             mine = mine[pick]
             fall[mine] = np.minimum(fall[mine], _distance_to_colliders(p[mine], down, colliders))
         lowest, highest = float(fall[mine].min()), float(fall[mine].max())
-        heights.append((lowest + highest) / 2.0 if _is_packed(p[mine], radius[mine]) else highest)
+        heights.append(lowest if packed else highest)
     return max(heights)
 
 
@@ -198,8 +200,17 @@ def setup_from_arrays(*, positions: np.ndarray, radius: np.ndarray, velocities: 
     impact = expected_impact_speed(speed0, accel, fall)
     # Runaway energy is judged against the fastest fall the domain allows, not the expected one.
     worst = expected_impact_speed(speed0, accel, float(domain.size.max()))
+    # The least damped contact (largest restitution) overlaps most; a column as tall as the domain along
+    # gravity is the heaviest load a resting contact can carry.
+    restitution = max([m.restitution for m in materials] + [domain.wall_restitution]
+                      + ([c.restitution for c in colliders.colliders] if colliders is not None else []))
+    g = np.asarray(gravity.vector, np.float64)
+    g_norm = float(np.linalg.norm(g))
+    turning = gravity.rotation_axis is not None and gravity.rotation_rate != 0.0
+    column = float(domain.size.max()) if turning or g_norm == 0.0 else float(np.abs(g / g_norm) @ domain.size)
     choice = choose_time_step(dt=dt, stiffness=stiffness, substeps=substeps, fps=fps, mass=mass,
-                              radius=probe.radius, impact_speed=impact)
+                              radius=probe.radius, impact_speed=impact, restitution=restitution, gravity=g_norm,
+                              column_height=column)
     physics = Physics(materials=materials, domain=domain, gravity=gravity, fields=tuple(fields),
                       stiffness=choice.stiffness, dt=choice.dt, steps_per_frame=choice.steps_per_frame,
                       fps=float(fps), rebuild_interval=int(rebuild_interval),

@@ -93,8 +93,9 @@ def test_a_given_stiffness_that_lets_grains_overlap_gets_a_note_with_the_stiffne
 
 
 def test_fall_height_is_the_real_drop_not_the_domain():
-    """A packed block falls as one (the middle of its range counts); a loose cloud grain by grain (its
-    highest grain counts); rotating gravity can point anywhere (the domain's largest side counts)."""
+    """A packed block falls as one (its lowest grain's fall counts: every layer lands at the block's
+    speed); a loose cloud grain by grain (its highest grain counts); rotating gravity can point anywhere
+    (the domain's largest side counts)."""
     from engine.scene import expected_fall_height
 
     domain = Domain(lo=(0, 0, 0), hi=(2, 4, 2))
@@ -104,7 +105,7 @@ def test_fall_height_is_the_real_drop_not_the_domain():
     cloud = np.random.default_rng(0).uniform((0.5, 1.0, 0.5), (1.5, 3.0, 1.5), (300, 3))
     r_block, r_cloud = np.full(len(block), 0.01), np.full(len(cloud), 0.01)
     ids_block = np.zeros(len(block), np.int32)
-    assert expected_fall_height(block, r_block, ids_block, down, domain) == pytest.approx(0.59)
+    assert expected_fall_height(block, r_block, ids_block, down, domain) == pytest.approx(0.5)
     assert expected_fall_height(cloud, r_cloud, np.zeros(300, np.int32), down, domain) == pytest.approx(
         cloud[:, 1].max())
     both = expected_fall_height(np.vstack([block, cloud]), np.concatenate([r_block, r_cloud]),
