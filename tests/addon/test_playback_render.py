@@ -116,3 +116,44 @@ def test_viewport_display_percentage_thins_the_viewport_not_the_render(baked_sce
     finally:
         bpy.app.handlers.frame_change_post.remove(count)
     assert counts.get("RENDER") == grains
+
+
+def test_instances_turn_with_the_cache_orientation_where_it_has_one(baked_scene, tmp_path):
+    """A frame whose PLY carries qw qx qy qz (as caches with grain rotation will) turns every instance by
+    it; a frame without turns each grain at random."""
+    import time
+
+    from numpy.lib import recfunctions
+    from plyfile import PlyData, PlyElement
+
+    playback = mochi_module("addon.playback")
+    folder = mochi_module("addon.snapshot").cache_folder(baked_scene)
+    path = folder / "frame_0002.ply"
+    vertex = PlyData.read(str(path))["vertex"].data
+    half = np.sqrt(0.5)  # 90° about Z
+    extra = [np.full(len(vertex), value, np.float32) for value in (half, 0.0, 0.0, half)]
+    vertex = recfunctions.append_fields(vertex, ["qw", "qx", "qy", "qz"], extra, usemask=False)
+    time.sleep(1.1)  # Blender reloads an imported file when its date changes, to the second
+    PlyData([PlyElement.describe(vertex, "vertex")], byte_order="<").write(str(path))
+    mesh = bpy.data.meshes.new("Bean")
+    mesh.from_pydata([(0, 0, 0), (1, 0, 0), (0, 1, 0)], [], [(0, 1, 2)])
+    beans = bpy.data.collections.new("Beans")
+    beans.objects.link(bpy.data.objects.new("Bean", mesh))
+    s = baked_scene.mochi
+    s.instance_collection, s.use_instances = beans, True
+    obj = s.playback_object
+
+    def rotations(frame):
+        geometry = _geometry(obj, frame)
+        cloud = geometry.instances_pointcloud()
+        matrices = np.empty(len(cloud.points) * 16, np.float32)
+        cloud.attributes["instance_transform"].data.foreach_get("value", matrices)
+        matrices = matrices.reshape(-1, 4, 4)[:, :3, :3].astype(np.float64)
+        return matrices / np.linalg.norm(matrices[:, 0, :], axis=1)[:, None, None]  # scale = radius
+
+    turned = rotations(2)
+    quarter = np.array([[0.0, 1.0, 0.0], [-1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])  # Blender's row-major storage
+    np.testing.assert_allclose(turned, np.broadcast_to(quarter, turned.shape), atol=1e-5)
+    random = rotations(1)
+    assert np.abs(random - random[0]).max() > 0.5, "without an orientation every grain turns its own way"
+    assert playback.INPUT_COLLECTION in obj.modifiers[playback.MODIFIER_NAME].node_group.interface.items_tree
