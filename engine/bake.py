@@ -217,6 +217,9 @@ def _bake(setup, folder: Path, frames: int, backend_name: str, resume: bool, ove
           on_frame, on_step) -> None:
     _check_request(setup, folder, frames, resume, overwrite, max_steps_per_frame)
     created = not folder.exists()
+    # A lock file from before this bake means a Mochi bake used the folder: frame files without a
+    # manifest are then that bake's, killed between writing frame 1 and recording it (not a user's).
+    used_by_mochi = (folder / LOCK_NAME).exists()
     ensure_cache_folder(folder)
     lock = CacheLock(folder, action="resume" if resume else "bake")
     # Refused: another process owns the folder and everything in it, even if this one created it first.
@@ -227,7 +230,8 @@ def _bake(setup, folder: Path, frames: int, backend_name: str, resume: bool, ove
         if resume:
             run = _prepare_resume(folder, frames, backend_name, inputs, info, log)
         else:
-            run = _prepare_new(setup, folder, overwrite, backend_name, inputs, info, log, progress)
+            run = _prepare_new(setup, folder, overwrite, backend_name, inputs, info, log, progress,
+                                   used_by_mochi=used_by_mochi)
         written = True
         _run_frames(run, folder, frames, progress, on_frame, on_step)
     except BaseException:
@@ -251,13 +255,13 @@ class _Run:
 
 
 def _prepare_new(setup: SceneSetup, folder: Path, overwrite: bool, backend_name: str, inputs: dict | None,
-                 info: dict, log, progress: BakeProgress) -> _Run:
+                 info: dict, log, progress: BakeProgress, *, used_by_mochi: bool) -> _Run:
     existing = read_manifest(folder)
     done = existing["frames_completed"] if existing else 0
     if done >= 1 and not overwrite:
         raise MochiError(f"'{folder}' already holds a bake of {done} frames; resume it or choose "
                          "overwrite to replace it.")
-    if existing is None and not overwrite and any(folder.glob("frame_*.ply")):
+    if existing is None and not overwrite and not used_by_mochi and any(folder.glob("frame_*.ply")):
         raise MochiError(f"'{folder}' holds frame files that are not from a Mochi bake; choose another "
                          "folder or overwrite.")
     model = setup.model

@@ -99,6 +99,26 @@ def test_kill_at_a_random_point_then_resume_is_byte_identical(seed, reference, t
     assert not list(out.rglob(".*.tmp-*"))
 
 
+def test_a_bake_killed_before_recording_frame_1_starts_again(reference, tmp_path):
+    """Killed between writing frame 1 and writing the manifest: the frame is the killed bake's (the
+    folder has Mochi's lock file), so a new bake replaces it; the same files in a folder Mochi never
+    used are someone else's and are refused."""
+    frames, _ = reference
+    out = tmp_path / "c"
+    assert main(["bake", str(SAND), "--particles", PARTICLES, "--frames", "1", "--out", str(out)]) == 0
+    (out / "manifest.json").unlink()  # the state a kill leaves in that window
+    result = _cli("bake", str(SAND), "--particles", PARTICLES, "--frames", str(FRAMES), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert _frames(out) == frames
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "frame_0001.ply").write_bytes(b"someone else's file")
+    result = _cli("bake", str(SAND), "--particles", PARTICLES, "--frames", "2", "--out", str(foreign))
+    assert result.returncode == 2
+    assert "holds frame files that are not from a Mochi bake" in _one_sentence(result.stderr)
+    assert (foreign / "frame_0001.ply").read_bytes() == b"someone else's file"
+
+
 # --- two bakes, one folder -----------------------------------------------------------------------------
 
 def test_a_locked_folder_refuses_bake_resume_and_free(tmp_path, capsys):
