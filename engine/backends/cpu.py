@@ -189,6 +189,8 @@ class BackendCpu(Backend):
             self.bond_intact[:] = 1
         if self.clumps is not None:
             self._clumps_from_state()
+        if self.model.colliders is not None:
+            self.model.colliders.reset_history()
 
     def _clumps_from_state(self) -> None:
         """Rigid-body state of each clump from its members (centre of mass, momentum, angular momentum
@@ -216,8 +218,6 @@ class BackendCpu(Backend):
                             b["momentum"], b["orientation"], b["force"], b["torque"], s.positions, s.velocities,
                             s.angular_velocities, s.orientations, self.acc, self.alpha, m.mass, m.radius,
                             m.physics.dt, self.pos_ref)
-        if self.model.colliders is not None:
-            self.model.colliders.reset_history()
 
     def get_contact_history(self) -> dict[str, np.ndarray]:
         """Tangential springs of the current contacts, for exact resume: pair i, j (int32), pair
