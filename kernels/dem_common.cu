@@ -11,6 +11,13 @@ extern "C" __global__ void dem_integrate(const DemParams* __restrict__ params, f
     if (i < params->particle_count) dem_integrate_slot(*params, ax, ay, az, step, i);
 }
 
+// The first half of a velocity Verlet step, before the forces (dem_verlet_drift_slot in
+// kernels/dem_integrate.cuh); step is the global index of the step being taken.
+extern "C" __global__ void dem_verlet_drift(const DemParams* __restrict__ params, int step) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < params->particle_count) dem_verlet_drift_slot(*params, step, i);
+}
+
 // After the contact forces of a step: the springs they kept become the ones the next step reads.
 extern "C" __global__ void dem_flip_spring_parity(int* __restrict__ parity) {
     if (blockIdx.x == 0 && threadIdx.x == 0) *parity ^= 1;

@@ -75,6 +75,196 @@ __device__ __forceinline__ float3 dem_contact(float nx, float ny, float nz, floa
     return f;
 }
 
+// What the rotating law adds to one contact (engine.contact_law, issue 16): the branch arms and angular
+// velocities that give the velocity at the contact point, the rolling spring–dashpot–slider (LAMMPS
+// pair granular "rolling sds") and the SJKR cohesive force. A wall is j with arm_j = 0 and w_j = 0.
+struct DemRotating {
+    float arm_i, arm_j;  // R_i = r_i − δ/2, R_j = r_j − δ/2 [m] (contact point at −R_i n from i, +R_j n from j)
+    float3 w_i, w_j;     // angular velocities [rad/s] (zero without rotation)
+    float r_eff;         // rolling radius r_i r_j / (r_i + r_j) [m] (wall: r_i)
+    float mu_r;          // rolling friction coefficient (the rolling part runs only with rolling != null)
+    float cohesion;      // SJKR attraction c·A [N], ≥ 0, subtracted from the normal force
+};
+
+// The torque-carrying parts of a contact's force, for the torques of both particles:
+//   τ_i = −R_i n × F_t + R_eff n × F_r,   τ_j = −R_j n × F_t − R_eff n × F_r.
+struct DemTorqueArms {
+    float3 n_x_ft;  // n × F_t [N] (F_t: tangential force on i)
+    float3 n_x_fr;  // n × F_r [N] (F_r: rolling resistance "force" of i, torque only)
+};
+
+__device__ __forceinline__ float3 dem_cross(float3 a, float3 b) {
+    return make_float3(a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x);
+}
+
+// Torque on i from arms (DemTorqueArms) [N m].
+__device__ __forceinline__ float3 dem_torque_i(const DemTorqueArms& t, const DemRotating& r) {
+    return make_float3(-r.arm_i * t.n_x_ft.x + r.r_eff * t.n_x_fr.x, -r.arm_i * t.n_x_ft.y + r.r_eff * t.n_x_fr.y,
+                       -r.arm_i * t.n_x_ft.z + r.r_eff * t.n_x_fr.z);
+}
+
+// Torque on j [N m].
+__device__ __forceinline__ float3 dem_torque_j(const DemTorqueArms& t, const DemRotating& r) {
+    return make_float3(-r.arm_j * t.n_x_ft.x - r.r_eff * t.n_x_fr.x, -r.arm_j * t.n_x_ft.y - r.r_eff * t.n_x_fr.y,
+                       -r.arm_j * t.n_x_ft.z - r.r_eff * t.n_x_fr.z);
+}
+
+// Force on i of the rotating law (issue 16), float32; everything as dem_contact, plus:
+//   v_c = (v_i − v_j) − (R_i ω_i + R_j ω_j) × n replaces v_i − v_j in the tangential part (v_n is
+//   (v_i − v_j)·n, the same in exact arithmetic, and the same bits as the non-rotating law's);
+//   f_n ← f_n − c·A (cohesion; the friction and rolling caps use f_n without it, as LAMMPS/LIGGGHTS);
+//   with rolling non-null, the rolling history ξ_r [m] evolves as the tangential spring does with
+//   v_r = R_eff (ω_i − ω_j) × n, F_r = −k_r ξ_r − γ_r v_r capped at μ_r max(f_n, 0), k_r = k_t.
+// ξ_r and v_r are the same seen from either particle (both factors of the cross product change sign),
+// so a pair's rolling history is never negated, unlike its spring.
+__device__ __forceinline__ float3 dem_contact_rotating(float nx, float ny, float nz, float overlap, float dvx,
+                                                       float dvy, float dvz, float m_eff, float stiffness,
+                                                       float beta, float mu, const DemRotating& r,
+                                                       DemTorqueArms& arms, float3* spring, float3* rolling,
+                                                       float dt, float tangential_ratio) {
+    const float root = sqrtf(m_eff * stiffness);
+    const float v_n = dvx * nx + dvy * ny + dvz * nz;
+    const float f_n = stiffness * overlap - 2.0f * beta * root * v_n;
+    const float f_applied = f_n - r.cohesion;
+    float3 f = make_float3(f_applied * nx, f_applied * ny, f_applied * nz);
+    const float3 n = make_float3(nx, ny, nz);
+    const float3 spin = make_float3(r.arm_i * r.w_i.x + r.arm_j * r.w_j.x, r.arm_i * r.w_i.y + r.arm_j * r.w_j.y,
+                                    r.arm_i * r.w_i.z + r.arm_j * r.w_j.z);
+    const float3 surface = dem_cross(spin, n);
+    const float cx = dvx - surface.x, cy = dvy - surface.y, cz = dvz - surface.z;
+    const float tx = cx - v_n * nx, ty = cy - v_n * ny, tz = cz - v_n * nz;
+    const float cap = mu * fmaxf(f_n, 0.0f);
+    const float k_t = tangential_ratio * stiffness;
+    const float g_t = 2.0f * beta * sqrtf(m_eff * k_t);
+    float ftx, fty, ftz;
+    if (spring != nullptr) {
+        const float along = spring->x * nx + spring->y * ny + spring->z * nz;
+        float sx = spring->x - along * nx + tx * dt;
+        float sy = spring->y - along * ny + ty * dt;
+        float sz = spring->z - along * nz + tz * dt;
+        ftx = -k_t * sx - g_t * tx;
+        fty = -k_t * sy - g_t * ty;
+        ftz = -k_t * sz - g_t * tz;
+        const float magnitude = sqrtf(ftx * ftx + fty * fty + ftz * ftz);
+        if (magnitude > cap) {
+            const float scale = cap / magnitude;
+            ftx *= scale;
+            fty *= scale;
+            ftz *= scale;
+            sx = -(ftx + g_t * tx) / k_t;
+            sy = -(fty + g_t * ty) / k_t;
+            sz = -(ftz + g_t * tz) / k_t;
+        }
+        *spring = make_float3(sx, sy, sz);
+    } else {
+        ftx = fty = ftz = 0.0f;
+        const float speed_t = sqrtf(tx * tx + ty * ty + tz * tz);
+        if (speed_t > 0.0f) {
+            const float f_t = fminf(2.0f * root * speed_t, cap) / speed_t;
+            ftx = -f_t * tx;
+            fty = -f_t * ty;
+            ftz = -f_t * tz;
+        }
+    }
+    f.x += ftx;
+    f.y += fty;
+    f.z += ftz;
+    arms.n_x_ft = dem_cross(n, make_float3(ftx, fty, ftz));
+    arms.n_x_fr = make_float3(0.0f, 0.0f, 0.0f);
+    if (rolling != nullptr) {
+        const float3 relrot = make_float3(r.w_i.x - r.w_j.x, r.w_i.y - r.w_j.y, r.w_i.z - r.w_j.z);
+        const float3 rc = dem_cross(relrot, n);
+        const float vrx = r.r_eff * rc.x, vry = r.r_eff * rc.y, vrz = r.r_eff * rc.z;
+        const float along = rolling->x * nx + rolling->y * ny + rolling->z * nz;
+        float sx = rolling->x - along * nx + vrx * dt;
+        float sy = rolling->y - along * ny + vry * dt;
+        float sz = rolling->z - along * nz + vrz * dt;
+        float frx = -k_t * sx - g_t * vrx, fry = -k_t * sy - g_t * vry, frz = -k_t * sz - g_t * vrz;
+        const float cap_r = r.mu_r * fmaxf(f_n, 0.0f);
+        const float magnitude = sqrtf(frx * frx + fry * fry + frz * frz);
+        if (magnitude > cap_r) {
+            const float scale = cap_r / magnitude;
+            frx *= scale;
+            fry *= scale;
+            frz *= scale;
+            sx = -(frx + g_t * vrx) / k_t;
+            sy = -(fry + g_t * vry) / k_t;
+            sz = -(frz + g_t * vrz) / k_t;
+        }
+        *rolling = make_float3(sx, sy, sz);
+        arms.n_x_fr = dem_cross(n, make_float3(frx, fry, frz));
+    }
+    return f;
+}
+
+// SJKR contact area [m²] of two spheres whose centres are d apart (d2 = d², reach = r_i + r_j), from the
+// float32 radii: the lens of the two surfaces, π a² with
+// a² = (d − r_i − r_j)(d + r_i − r_j)(d − r_i + r_j)(d + r_i + r_j) / (−4 d²), clamped at 0; a sphere
+// inside the other (no lens) or coincident centres: π min(r_i, r_j)². Grouped as ((a·d)·(b·c)) so that
+// swapping i and j gives the same bits.
+__device__ __forceinline__ double dem_contact_area(double ri, double rj, double d2) {
+    const double pi = 3.14159265358979323846;
+    const double d = sqrt(d2);
+    const double r_min = ri < rj ? ri : rj;
+    if (!(d > fabs(ri - rj))) return pi * r_min * r_min;
+    const double a = d - ri - rj, b = d + ri - rj, c = d - ri + rj, e = d + ri + rj;
+    const double area = -0.25 * pi * ((a * e) * (b * c)) / d2;
+    return area > 0.0 ? area : 0.0;
+}
+
+// SJKR contact area of a sphere of radius r pressed δ into a plane [m²]: π (2 r δ − δ²).
+__device__ __forceinline__ double dem_wall_contact_area(double r, double overlap) {
+    const double pi = 3.14159265358979323846;
+    const double area = pi * (2.0 * r * overlap - overlap * overlap);
+    return area > 0.0 ? area : 0.0;
+}
+
+// True when a contact needs the rotating law (issue 16) rather than the paper's dem_contact.
+__device__ __forceinline__ bool dem_rotating_law(const DemParams& P) {
+    return P.rotation || P.rolling_model || P.cohesion_model;
+}
+
+// Angular velocity of slot i [rad/s], zero without rotation.
+__device__ __forceinline__ float3 dem_omega(const DemParams& P, int i) {
+    if (!P.rotation) return make_float3(0.0f, 0.0f, 0.0f);
+    const float4 w = P.omega[i];
+    return make_float3(w.x, w.y, w.z);
+}
+
+// Force on particle i from touching particle j under the rotating law (dem_contact_rotating), with the
+// same normal and material look-up as dem_pair_force; arms receives what the torques need and r the
+// contact's arms. rolling is used only when the pair has rolling friction (else left untouched, zero).
+__device__ __forceinline__ float3 dem_pair_force_rotating(const DemParams& P, const DemPair& p, int i, int j,
+                                                          const float4 vi, const float4 vj, unsigned int info_i,
+                                                          unsigned int info_j, float ri, float rj, float tie_sign,
+                                                          float3* spring, float3* rolling, DemRotating& r,
+                                                          DemTorqueArms& arms) {
+    const double dist = sqrt(p.d2);
+    float nx = tie_sign, ny = 0.0f, nz = 0.0f;
+    if (dist > 0.0) {
+        nx = (float)(p.dx / dist);
+        ny = (float)(p.dy / dist);
+        nz = (float)(p.dz / dist);
+    }
+    const int mi = (int)(info_i >> DEM_INFO_MATERIAL_SHIFT), mj = (int)(info_j >> DEM_INFO_MATERIAL_SHIFT);
+    const int k = mi * P.material_count + mj;
+    const float m_eff = vi.w * vj.w / (vi.w + vj.w);
+    const double overlap = p.reach - dist;
+    r.arm_i = (float)((double)ri - 0.5 * overlap);
+    r.arm_j = (float)((double)rj - 0.5 * overlap);
+    r.w_i = dem_omega(P, i);
+    r.w_j = dem_omega(P, j);
+    r.r_eff = ri * rj / (ri + rj);
+    r.mu_r = P.rolling_model ? P.rolling_mu[k] : 0.0f;
+    r.cohesion = 0.0f;
+    if (P.cohesion_model && P.cohesion[k] > 0.0f) {
+        r.cohesion = (float)((double)P.cohesion[k] * dem_contact_area((double)ri, (double)rj, p.d2));
+    }
+    return dem_contact_rotating(nx, ny, nz, (float)overlap, vi.x - vj.x, vi.y - vj.y, vi.z - vj.z, m_eff,
+                                P.stiffness, P.beta[k], P.mu[k], r, arms, spring, r.mu_r > 0.0f ? rolling : nullptr,
+                                P.dt, P.tangential_ratio);
+}
+
 // Force on particle i from touching particle j (p from dem_touch). Exactly antisymmetric: swapping i
 // and j negates every input that carries a direction (the spring too), and IEEE negation is exact.
 // Coincident centres have no normal: ±x, with tie_sign = +1 on one side of the pair and −1 on the other.
@@ -145,6 +335,75 @@ __device__ __forceinline__ float3 dem_pair_spring(const DemParams& P, int parity
     if (i_owns) return dem_spring_find(dem_spring_row(P, parity, model_i), model_j);
     const float3 s = dem_spring_find(dem_spring_row(P, parity, model_j), model_i);
     return make_float3(-s.x, -s.y, -s.z);
+}
+
+// Rows of pair history are kept (springs and, beside them, rolling histories) when the tangential
+// springs or the rolling resistance need them.
+__device__ __forceinline__ bool dem_pair_rows(const DemParams& P) {
+    return P.spring_model || P.rolling_model;
+}
+
+// Index in `row` of the entry kept for `partner`, −1 if none (a new contact).
+__device__ __forceinline__ int dem_spring_index(const float4* row, int partner) {
+    for (int k = 0; k < DEM_SPRING_SLOTS; ++k) {
+        const int p = __float_as_int(row[k].w);
+        if (p < 0) break;
+        if (p == partner) return k;
+    }
+    return -1;
+}
+
+// Rolling history beside the spring row of model index `model` in half `parity` (DemParams::rolling).
+__device__ __forceinline__ float4* dem_rolling_row(const DemParams& P, int parity, int model) {
+    return P.rolling + ((size_t)parity * (size_t)P.particle_count + (size_t)model) * DEM_SPRING_SLOTS;
+}
+
+// The spring (as seen from i) and the rolling history of the touching pair (model_i, model_j) that the
+// last step kept in the owner's rows; zero for a new contact.
+__device__ __forceinline__ void dem_pair_history(const DemParams& P, int parity, int model_i, int model_j,
+                                                 bool i_owns, float3& spring, float3& rolling) {
+    const int owner = i_owns ? model_i : model_j;
+    const int k = dem_spring_index(dem_spring_row(P, parity, owner), i_owns ? model_j : model_i);
+    spring = make_float3(0.0f, 0.0f, 0.0f);
+    rolling = make_float3(0.0f, 0.0f, 0.0f);
+    if (k < 0) return;
+    const float4 s = dem_spring_row(P, parity, owner)[k];
+    spring = i_owns ? make_float3(s.x, s.y, s.z) : make_float3(-s.x, -s.y, -s.z);
+    if (P.rolling_model) {
+        const float4 q = dem_rolling_row(P, parity, owner)[k];
+        rolling = make_float3(q.x, q.y, q.z);
+    }
+}
+
+// Writes one owner's rows (spring and rolling history) for the next step.
+struct DemHistoryWriter {
+    float4* row;
+    float4* rolling_row;  // null without rolling resistance
+    int count;
+};
+
+__device__ __forceinline__ DemHistoryWriter dem_history_writer(const DemParams& P, int parity, int model) {
+    DemHistoryWriter w = {nullptr, nullptr, 0};
+    if (!dem_pair_rows(P)) return w;
+    w.row = dem_spring_row(P, parity, model);
+    if (P.rolling_model) w.rolling_row = dem_rolling_row(P, parity, model);
+    return w;
+}
+
+__device__ __forceinline__ void dem_history_keep(const DemParams& P, DemHistoryWriter& w, int partner, float3 s,
+                                                 float3 rolling) {
+    if (w.count < DEM_SPRING_SLOTS) {
+        if (w.rolling_row != nullptr) w.rolling_row[w.count] = make_float4(rolling.x, rolling.y, rolling.z, 0.0f);
+        w.row[w.count++] = make_float4(s.x, s.y, s.z, __int_as_float(partner));
+    } else {
+        atomicAdd(P.diag + DEM_DIAG_SPRING_OVERFLOW, 1);
+    }
+}
+
+__device__ __forceinline__ void dem_history_close(DemHistoryWriter& w) {
+    if (w.row != nullptr && w.count < DEM_SPRING_SLOTS) {
+        w.row[w.count] = make_float4(0.0f, 0.0f, 0.0f, __int_as_float(-1));
+    }
 }
 
 // Vortex and sampled fields at (x, y, z) [m/s²] (table layout in engine/fields.py).

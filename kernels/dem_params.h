@@ -18,6 +18,10 @@
 #define DEM_INFO_ACTIVE 1u
 #define DEM_INFO_MATERIAL_SHIFT 8
 
+// DemParams::integrator.
+#define DEM_INTEGRATOR_EULER 0   // semi-implicit Euler: v ← v + a dt, x ← x + v dt (the paper's)
+#define DEM_INTEGRATOR_VERLET 1  // velocity Verlet, LAMMPS fix nve/sphere order (two half-kicks)
+
 // Entries of DemParams::diag (int32), written by the integrator, read by get_state().
 #define DEM_DIAG_FIRST_NAN_STEP 0   // first step (1-based, after the update) with a NaN; INT_MAX if none
 #define DEM_DIAG_FIRST_FAST_STEP 1  // first step with a speed above the limit; INT_MAX if none
@@ -63,6 +67,25 @@ struct DemParams {
     int* spring_parity;         // (1,) flipped after every step's contact forces
     int spring_model;           // 1: tangential spring with history; 0: history-free damper
     float tangential_ratio;     // k_t / k (engine.contact_law.TANGENTIAL_STIFFNESS_RATIO)
+    // Rotation, rolling resistance, cohesion and velocity Verlet (issue 16; docs/physics.md). With
+    // rotation 0, integrator 0 and no rolling or cohesion the kernels run the non-rotating law exactly
+    // as before (the paper's model), and none of these arrays is read.
+    float4* omega;              // (n,) angular velocity ωx, ωy, ωz [rad/s], w = moment of inertia 2/5 m r² [kg m²]
+    float4* torque;             // (n,) contact torque [N m], w unused (written with the forces)
+    float4* orientation;        // (n,) unit quaternion (w, x, y, z) in x, y, z, w
+    float4* accel;              // (n,) Verlet: acceleration of the last force evaluation [m/s²], w unused
+    float4* alpha;              // (n,) Verlet: angular acceleration of the last evaluation [rad/s²], w unused
+    float4* rolling;            // (2, n, DEM_SPRING_SLOTS) rolling history ξ_r [m] of the pair whose spring
+                                // has the same index in springs (the same from both sides), w unused
+    float4* wall_rolling;       // (n, 6) rolling history of each wall side [m], w unused
+    const float* rolling_mu;    // (M, M) rolling friction coefficient per material pair
+    const float* cohesion;      // (M, M) cohesion energy density per material pair [Pa]
+    const float* wall_rolling_mu;  // (M,)
+    const float* wall_cohesion;    // (M,) [Pa]
+    int rotation;               // 1: grains rotate (torques, ω, orientations); 0: the paper's model
+    int integrator;             // DEM_INTEGRATOR_EULER or DEM_INTEGRATOR_VERLET
+    int rolling_model;          // 1: some pair or wall has rolling friction (rolling history kept)
+    int cohesion_model;         // 1: some pair or wall has cohesion
 };
 
 // OptiX launch parameters (kernels/optix_dem.cu, pipelineLaunchParamsVariableName "params").

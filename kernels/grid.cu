@@ -61,6 +61,48 @@ __device__ __forceinline__ void grid_for_each_contact(const DemParams& P, const 
     }
 }
 
+// grid_forces under the rotating law (issue 16): the force and the torque of slot t's particle, its
+// springs and rolling histories (kept by the owner as with the paper's law). Each particle of a pair
+// evaluates the pair itself from the same inputs: the forces are exact opposites, and each side takes
+// the torque of its own arm.
+__device__ __forceinline__ void grid_forces_rotating(const DemParams& P, const unsigned int* start,
+                                                     const int* sorted, const float4* pos_sorted, int t) {
+    const int i = sorted[t];
+    const unsigned int info_i = P.info[i];
+    const int model_i = P.slot_to_model[i];
+    const bool rows = dem_pair_rows(P);
+    const int parity = rows ? *P.spring_parity : 0;
+    DemHistoryWriter kept = dem_history_writer(P, parity ^ 1, model_i);
+    float3 sum = make_float3(0.0f, 0.0f, 0.0f);
+    float3 torque = make_float3(0.0f, 0.0f, 0.0f);
+    if (info_i & DEM_INFO_ACTIVE) {
+        const float4 pi = pos_sorted[t];
+        const float4 vi = P.vel[i];
+        grid_for_each_contact(P, start, sorted, pos_sorted, i, pi, [&](int j, float4 pj, const DemPair& pair) {
+            const int model_j = P.slot_to_model[j];
+            const float tie = model_i < model_j ? 1.0f : -1.0f;
+            const bool owner = dem_owns(model_i, pi.w, model_j, pj.w);
+            float3 spring = make_float3(0.0f, 0.0f, 0.0f), rolling = make_float3(0.0f, 0.0f, 0.0f);
+            if (rows) dem_pair_history(P, parity, model_i, model_j, owner, spring, rolling);
+            DemRotating r;
+            DemTorqueArms arms;
+            const float3 f = dem_pair_force_rotating(P, pair, i, j, vi, P.vel[j], info_i, P.info[j], pi.w, pj.w, tie,
+                                                     P.spring_model ? &spring : nullptr, &rolling, r, arms);
+            if (rows && owner) dem_history_keep(P, kept, model_j, spring, rolling);
+            sum.x += f.x;
+            sum.y += f.y;
+            sum.z += f.z;
+            const float3 tau = dem_torque_i(arms, r);
+            torque.x += tau.x;
+            torque.y += tau.y;
+            torque.z += tau.z;
+        });
+    }
+    dem_history_close(kept);
+    P.force[i] = make_float4(sum.x, sum.y, sum.z, 0.0f);
+    if (P.rotation) P.torque[i] = make_float4(torque.x, torque.y, torque.z, 0.0f);
+}
+
 // Minimum resident blocks of 256 threads per SM asked of the compiler for grid_forces (a register cap:
 // the double-precision pair test and the contact law would otherwise lower the occupancy of what is
 // mostly a latency-bound gather). Set by the host with -DGRID_FORCES_MIN_BLOCKS.
@@ -78,6 +120,10 @@ extern "C" __global__ void __launch_bounds__(256, GRID_FORCES_MIN_BLOCKS) grid_f
     const DemParams& P = *params;
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= P.particle_count) return;
+    if (dem_rotating_law(P)) {
+        grid_forces_rotating(P, start, sorted, pos_sorted, t);
+        return;
+    }
     const int i = sorted[t];
     const unsigned int info_i = P.info[i];
     const int model_i = P.slot_to_model[i];

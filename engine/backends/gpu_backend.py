@@ -10,6 +10,10 @@ A step, queued on the GPU without a host synchronisation:
 3. update: walls, fields and semi-implicit Euler (``DeviceParticles.integrate``), then the colliders'
    swept test at the end of the step.
 
+With velocity Verlet (``physics.integrator``, issue 16) a step begins with the first half-kick and the
+drift (``DeviceParticles.verlet_drift``) and the colliders' swept test; build and detect then see the
+new positions, and the update is the second half-kick with the walls and fields at t = (step + 1)·dt.
+
 The phases (and the colliders' share of detect + update) are timed with CUDA events and read once at
 the end of ``step``.
 """
@@ -58,7 +62,8 @@ class BackendGpu(Backend):
         from .gpu_springs import SpringRows, history_from_rows
 
         p = self.particles
-        history = history_from_rows(p.get_springs() if p.springs_on else SpringRows.empty(p.particle_count))
+        history = history_from_rows(p.get_springs() if p.rows_on else SpringRows.empty(p.particle_count))
+        history.update(p.get_verlet())
         if self.colliders is not None:
             history.update(self.colliders.get_history())
         return history
@@ -68,9 +73,10 @@ class BackendGpu(Backend):
         from .gpu_springs import rows_from_history
 
         p = self.particles
-        if p.springs_on:
+        if p.rows_on:
             rows, self.springs_dropped = rows_from_history(history, self.model.radius)
             p.set_springs(rows)
+        p.set_verlet(history)
         if self.colliders is not None:
             self.colliders.set_history(history)
 
@@ -89,6 +95,12 @@ class BackendGpu(Backend):
         timings = StepTimings()
         for _ in range(count):
             e0 = timer.event()
+            if p.verlet_on:  # velocity Verlet: first half-kick and drift, then the forces at the new positions
+                if self.colliders is not None:
+                    self.colliders.remember_positions()
+                p.verlet_drift()
+                if self.colliders is not None:
+                    self.colliders.sweep(p.step_index + 1)
             rebuild = self.needs_rebuild or self.steps_since_rebuild >= physics.rebuild_interval
             self._build(rebuild)
             if rebuild:
@@ -100,13 +112,13 @@ class BackendGpu(Backend):
             p.flip_springs()
             if self.colliders is not None:
                 c0 = timer.event()
-                self.colliders.add_forces(p.step_index)
+                self.colliders.add_forces(p.step_index + (1 if p.verlet_on else 0))
                 timer.mark("colliders_s", c0, timer.event())
             e2 = timer.event()
-            if self.colliders is not None:
+            if self.colliders is not None and not p.verlet_on:
                 self.colliders.remember_positions()
             p.integrate()
-            if self.colliders is not None:
+            if self.colliders is not None and not p.verlet_on:
                 c0 = timer.event()
                 self.colliders.sweep(p.step_index)  # the end of the step: integrate advanced it
                 timer.mark("colliders_s", c0, timer.event())

@@ -55,10 +55,14 @@ DEM_PARAMS_DTYPE = np.dtype({
               "field_grid", "diag", "lo", "hi", "stiffness", "dt", "speed_limit2", "particle_count",
               "material_count", "field_count", "wall_mask", "cell_size", "inv_cell_size", "table_mask",
               "grid_bits_x", "grid_bits_y", "grid_bits_z", "springs", "wall_springs", "slot_to_model",
-              "spring_parity", "spring_model", "tangential_ratio"],
+              "spring_parity", "spring_model", "tangential_ratio", "omega", "torque", "orientation", "accel",
+              "alpha", "rolling", "wall_rolling", "rolling_mu", "cohesion", "wall_rolling_mu", "wall_cohesion",
+              "rotation", "integrator", "rolling_model", "cohesion_model"],
     "formats": ["u8"] * 11 + [("f8", (3,)), ("f8", (3,)), "f4", "f4", "f4", "i4", "i4", "i4", "i4", "f4", "f4",
-                              "u4", "u4", "u4", "u4"] + ["u8"] * 4 + ["i4", "f4"],
+                              "u4", "u4", "u4", "u4"] + ["u8"] * 4 + ["i4", "f4"] + ["u8"] * 11 + ["i4"] * 4,
 }, align=True)
+#: DemParams::integrator (DEM_INTEGRATOR_* in kernels/dem_params.h).
+INTEGRATORS = {"euler": 0, "verlet": 1}
 #: Springs a particle's row holds: DEM_SPRING_SLOTS in kernels/dem_params.h (a test checks they agree).
 SPRING_SLOTS = 16
 
@@ -205,9 +209,67 @@ def check_friction_model(physics) -> None:
         raise MochiError(f"The GPU backends know the friction models 'spring' and 'damper', not '{model}'.")
 
 
+def rotation_settings(physics) -> tuple[bool, str]:
+    """(rotation, integrator) of ``physics``; a Physics without these settings (before issue 16) is the
+    paper's model: no rotation, semi-implicit Euler."""
+    return bool(getattr(physics, "rotation", False)), str(getattr(physics, "integrator", "euler"))
+
+
+def rotation_tables(physics) -> dict[str, np.ndarray]:
+    """Per-material tables of the rotating law (docs/physics.md, issue 16), float32:
+
+    ``rolling_mu`` (M, M) rolling friction μ_r of a pair (the mean of the two materials'),
+    ``cohesion`` (M, M) cohesion energy density [Pa] of a pair (the smaller of the two),
+    ``wall_rolling_mu`` (M,) against the walls (the mean with ``Domain.wall_rolling_friction``),
+    ``wall_cohesion`` (M,) [Pa] against the walls (the smaller with ``Domain.wall_cohesion``).
+    Materials without the fields have none.
+    """
+    rolling = np.array([float(getattr(m, "rolling_friction", 0.0)) for m in physics.materials])
+    cohesion = np.array([float(getattr(m, "cohesion", 0.0)) for m in physics.materials])
+    wall_rolling = float(getattr(physics.domain, "wall_rolling_friction", 0.0))
+    wall_cohesion = float(getattr(physics.domain, "wall_cohesion", 0.0))
+    return {"rolling_mu": (0.5 * (rolling[:, None] + rolling[None, :])).astype(np.float32),
+            "cohesion": np.minimum(cohesion[:, None], cohesion[None, :]).astype(np.float32),
+            "wall_rolling_mu": (0.5 * (rolling + wall_rolling)).astype(np.float32),
+            "wall_cohesion": np.minimum(cohesion, wall_cohesion).astype(np.float32)}
+
+
+def law_flags(physics) -> dict[str, int]:
+    """The switches of ``DemParams`` that select the rotating law and the integrator."""
+    rotation, integrator = rotation_settings(physics)
+    if integrator not in INTEGRATORS:
+        raise MochiError(f"The GPU backends know the integrators 'verlet' and 'euler', not '{integrator}'.")
+    tables = rotation_tables(physics)
+    return {"rotation": int(rotation), "integrator": INTEGRATORS[integrator],
+            "rolling_model": int(bool((tables["rolling_mu"] > 0).any() or (tables["wall_rolling_mu"] > 0).any())),
+            "cohesion_model": int(bool((tables["cohesion"] > 0).any() or (tables["wall_cohesion"] > 0).any()))}
+
+
+def check_bodies(model) -> None:
+    """Refuse glued (bonded) and rigid (clumped) bodies, which the GPU kernels do not simulate yet.
+
+    Raises:
+        MochiError: The model has bonds or clumps.
+    """
+    clump = getattr(model, "clump", None)
+    bonds = getattr(model, "bonds", None)
+    has_clumps = clump is not None and bool(np.any(np.asarray(clump) >= 0))
+    has_bonds = bonds is not None and len(bonds) > 0
+    if has_clumps or has_bonds:
+        raise MochiError("The GPU backends do not simulate glued or rigid bodies yet; bake this scene with "
+                         "the CPU backend or set its objects' body to Loose.")
+
+
+def moments_of_inertia(model) -> np.ndarray:
+    """Moment of inertia of each solid sphere, 2/5 m r² [kg m²], float32 (n,)."""
+    return (0.4 * model.mass.astype(np.float64) * model.radius.astype(np.float64) ** 2).astype(np.float32)
+
+
 #: The array fields of ``DemParams``, in the header's order.
 DEM_PARAMS_ARRAYS = ("pos", "vel", "force", "info", "beta", "mu", "wall_beta", "wall_mu", "field_table",
-                     "field_grid", "diag", "springs", "wall_springs", "slot_to_model", "spring_parity")
+                     "field_grid", "diag", "springs", "wall_springs", "slot_to_model", "spring_parity", "omega",
+                     "torque", "orientation", "accel", "alpha", "rolling", "wall_rolling", "rolling_mu", "cohesion",
+                     "wall_rolling_mu", "wall_cohesion")
 
 
 def fill_dem_params(record, arrays: dict, model: Model, *, field_count: int, pointer, **extra) -> None:
@@ -237,6 +299,8 @@ def fill_dem_params(record, arrays: dict, model: Model, *, field_count: int, poi
     record["wall_mask"] = int(sum(int(bit) << side for side, bit in enumerate(physics.domain.wall_mask())))
     record["spring_model"] = int(uses_springs(physics))
     record["tangential_ratio"] = TANGENTIAL_STIFFNESS_RATIO
+    for name, value in law_flags(physics).items():
+        record[name] = value
     for name, value in extra.items():
         record[name] = value
 
@@ -317,6 +381,7 @@ class DeviceParticles:
         self.model = model
         physics = model.physics
         check_friction_model(physics)
+        check_bodies(model)
         n = model.particle_count
         self.particle_count = n
         self.pos = cupy.zeros((n, 4), cupy.float32)
@@ -341,10 +406,27 @@ class DeviceParticles:
         self.field_grid = cupy.asarray(grid, cupy.float32)
         self.field_count = int(table.shape[0])
         self.springs_on = uses_springs(physics)
-        rows = n if self.springs_on else 0
+        flags = law_flags(physics)
+        self.rotation_on = bool(flags["rotation"])
+        self.verlet_on = flags["integrator"] == INTEGRATORS["verlet"]
+        self.rolling_on = bool(flags["rolling_model"])
+        # Rows of pair history hold the springs and, beside them, the rolling histories.
+        self.rows_on = self.springs_on or self.rolling_on
+        rows = n if self.rows_on else 0
         self.springs = cupy.zeros((2 * rows * SPRING_SLOTS + 1, 4), cupy.float32)
-        self.wall_springs = cupy.zeros((6 * rows + 1, 4), cupy.float32)
+        self.wall_springs = cupy.zeros((6 * (n if self.springs_on else 0) + 1, 4), cupy.float32)
+        rolling_rows = n if self.rolling_on else 0
+        self.rolling = cupy.zeros((2 * rolling_rows * SPRING_SLOTS + 1, 4), cupy.float32)
+        self.wall_rolling = cupy.zeros((6 * rolling_rows + 1, 4), cupy.float32)
         self.spring_parity = cupy.zeros(1, cupy.int32)
+        spinning = n if self.rotation_on else 0
+        self.omega = cupy.zeros((max(spinning, 1), 4), cupy.float32)
+        self.torque = cupy.zeros((max(spinning, 1), 4), cupy.float32)
+        self.orientation = cupy.zeros((max(spinning, 1), 4), cupy.float32)
+        self.alpha = cupy.zeros((max(spinning, 1), 4), cupy.float32)
+        self.accel = cupy.zeros((max(n if self.verlet_on else 0, 1), 4), cupy.float32)
+        for name, table in rotation_tables(physics).items():
+            setattr(self, name, cupy.asarray(np.ascontiguousarray(table.ravel())))
         self.host_params = np.zeros(1, DEM_PARAMS_DTYPE)
         self.params = cupy.zeros(DEM_PARAMS_DTYPE.itemsize, cupy.uint8)
         self.key = cupy.zeros(max(n, 1), cupy.uint32)
@@ -353,6 +435,7 @@ class DeviceParticles:
         self._scratch1 = cupy.zeros(n, cupy.uint32)
         module = raw_module("dem_common.cu")
         self._integrate = module.get_function("dem_integrate")
+        self._verlet_drift = module.get_function("dem_verlet_drift")
         self._morton = module.get_function("dem_morton_keys")
         self._gather4 = module.get_function("gather_float4")
         self._gather1 = module.get_function("gather_u32")
@@ -389,10 +472,28 @@ class DeviceParticles:
         self.force.fill(0)
         self.slot_to_model[:] = cp.arange(n, dtype=cp.int32)
         self.diag.set(np.array([INT_MAX, INT_MAX, 0, 0], np.int32))
-        if self.springs_on:
+        if self.rows_on:
             from .gpu_springs import SpringRows
 
-            self.set_springs(SpringRows.empty(n))
+            self.set_springs(SpringRows.empty(n, rolling=self.rolling_on))
+        if self.rotation_on:
+            omega = np.zeros((n, 4), np.float32)
+            omega[:, 3] = moments_of_inertia(m)
+            spin = getattr(state, "angular_velocities", None)
+            if spin is not None:
+                omega[:, :3] = spin
+            self.omega.set(omega)
+            orientation = np.zeros((n, 4), np.float32)
+            turned = getattr(state, "orientations", None)
+            if turned is not None:
+                orientation[:] = turned
+            else:
+                orientation[:, 0] = 1.0
+            self.orientation.set(orientation)
+            self.torque.fill(0)
+            self.alpha.fill(0)
+        if self.verlet_on:
+            self.accel.fill(0)
         self.step_index = int(state.step)
         self.last_checked_step = int(state.step)
 
@@ -408,17 +509,59 @@ class DeviceParticles:
         info[self.slot_to_model] = self.info
         state = State(local_to_world(pos[:, :3].get(), self.origin), np.ascontiguousarray(vel[:, :3].get()),
                       (info.get() & INFO_ACTIVE).astype(np.uint8), self.step_index)
+        if self.rotation_on and hasattr(state, "angular_velocities"):
+            state.angular_velocities = np.ascontiguousarray(self.model_order(self.omega)[:, :3])
+            state.orientations = np.ascontiguousarray(self.model_order(self.orientation))
         self.check()
         return state
 
+    def model_order(self, array) -> np.ndarray:
+        """A per-slot float4 array (cupy (n, 4)) in model order, on the host."""
+        out = self.cp.empty_like(array)
+        out[self.slot_to_model] = array
+        return out.get()
+
+    def slot_arrays4(self) -> list:
+        """The per-slot float4 arrays a reorder must carry (the torque is rewritten every step)."""
+        arrays = [self.pos, self.vel]
+        if self.rotation_on:
+            arrays += [self.omega, self.orientation, self.alpha]
+        if self.verlet_on:
+            arrays.append(self.accel)
+        return arrays
+
+    def get_verlet(self) -> dict[str, np.ndarray]:
+        """Velocity Verlet's accelerations of the last step in model order (resume state): ``verlet_accel``
+        [m/s²] and ``verlet_alpha`` [rad/s²], float32 (n, 3); empty with semi-implicit Euler."""
+        if not self.verlet_on:
+            return {}
+        n = self.particle_count
+        alpha = self.model_order(self.alpha)[:, :3] if self.rotation_on else np.zeros((n, 3), np.float32)
+        return {"verlet_accel": np.ascontiguousarray(self.model_order(self.accel)[:, :3]),
+                "verlet_alpha": np.ascontiguousarray(alpha)}
+
+    def set_verlet(self, history: dict) -> None:
+        """Restore ``get_verlet``'s arrays (model order; after ``upload``, which leaves slots in model
+        order); missing keys leave zeros."""
+        if not self.verlet_on or "verlet_accel" not in history:
+            return
+        n = self.particle_count
+        accel = np.zeros((n, 4), np.float32)
+        accel[:, :3] = np.asarray(history["verlet_accel"], np.float32).reshape(n, 3)
+        self.accel.set(accel)
+        if self.rotation_on and "verlet_alpha" in history:
+            alpha = np.zeros((n, 4), np.float32)
+            alpha[:, :3] = np.asarray(history["verlet_alpha"], np.float32).reshape(n, 3)
+            self.alpha.set(alpha)
+
     def flip_springs(self) -> None:
         """After a step's contact forces: the springs they kept are the ones the next step reads."""
-        if self.springs_on:
+        if self.rows_on:
             self._flip_parity((1,), (1,), (self.spring_parity,))
 
     def set_springs(self, rows: "SpringRows") -> None:
-        """Upload springs (the half the next step reads); synchronous."""
-        if not self.springs_on:
+        """Upload springs and rolling histories (the half the next step reads); synchronous."""
+        if not self.rows_on:
             return
         n = self.particle_count
         self.spring_parity.fill(0)
@@ -426,21 +569,37 @@ class DeviceParticles:
         data[:n * SPRING_SLOTS] = rows.grains.reshape(-1, 4)
         data.view(np.int32)[n * SPRING_SLOTS:2 * n * SPRING_SLOTS, 3] = -1  # the other half: empty rows
         self.springs.set(data)
-        walls = np.zeros((6 * n + 1, 4), np.float32)
-        walls[:6 * n, :3] = rows.walls.reshape(-1, 3)
-        self.wall_springs.set(walls)
+        if self.springs_on:
+            walls = np.zeros((6 * n + 1, 4), np.float32)
+            walls[:6 * n, :3] = rows.walls.reshape(-1, 3)
+            self.wall_springs.set(walls)
+        if self.rolling_on:
+            rolling = np.zeros((2 * n * SPRING_SLOTS + 1, 4), np.float32)
+            if rows.rolling is not None:
+                rolling[:n * SPRING_SLOTS, :3] = rows.rolling.reshape(-1, 3)
+            self.rolling.set(rolling)
+            wall_rolling = np.zeros((6 * n + 1, 4), np.float32)
+            if rows.wall_rolling is not None:
+                wall_rolling[:6 * n, :3] = rows.wall_rolling.reshape(-1, 3)
+            self.wall_rolling.set(wall_rolling)
 
     def get_springs(self) -> "SpringRows":
         """Download the springs the next step reads."""
         n = self.particle_count
         from .gpu_springs import SpringRows
 
-        if not self.springs_on:
+        if not self.rows_on:
             return SpringRows.empty(0)
         half = int(self.spring_parity.get()[0])
         grains = self.springs[half * n * SPRING_SLOTS:(half + 1) * n * SPRING_SLOTS].get().reshape(n, SPRING_SLOTS, 4)
-        walls = self.wall_springs[:6 * n, :3].get().reshape(n, 6, 3)
-        return SpringRows(grains, walls)
+        walls = (self.wall_springs[:6 * n, :3].get().reshape(n, 6, 3) if self.springs_on
+                 else np.zeros((n, 6, 3), np.float32))
+        rolling = wall_rolling = None
+        if self.rolling_on:
+            rolling = self.rolling[half * n * SPRING_SLOTS:(half + 1) * n * SPRING_SLOTS, :3].get()
+            rolling = rolling.reshape(n, SPRING_SLOTS, 3)
+            wall_rolling = self.wall_rolling[:6 * n, :3].get().reshape(n, 6, 3)
+        return SpringRows(grains, walls, rolling, wall_rolling)
 
     def spring_overflow(self) -> int:
         """Contacts so far whose spring did not fit in their owner's row (they slid history-free)."""
@@ -469,9 +628,16 @@ class DeviceParticles:
         t = step * physics.dt
         return (physics.gravity.at(t) + uniform_acceleration(physics.fields, t)).astype(np.float32)
 
+    def verlet_drift(self) -> None:
+        """Velocity Verlet's first half-kick and drift, before the forces (no-op with Euler); asynchronous."""
+        if self.verlet_on:
+            self._verlet_drift(blocks(self.particle_count), (BLOCK,), (self.params, np.int32(self.step_index)))
+
     def integrate(self) -> None:
-        """One semi-implicit Euler step from ``force`` (walls, fields, open sides); asynchronous."""
-        a = self.acceleration(self.step_index)
+        """The update after the forces (walls, fields, open sides): a semi-implicit Euler step, or
+        velocity Verlet's second half-kick (``verlet_drift`` did the rest); asynchronous. Verlet's
+        accelerations are evaluated at the end of the step, t = (step + 1)·dt, where the positions are."""
+        a = self.acceleration(self.step_index + (1 if self.verlet_on else 0))
         self._integrate(blocks(self.particle_count), (BLOCK,),
                         (self.params, a[0], a[1], a[2], np.int32(self.step_index)))
         self.step_index += 1
@@ -482,7 +648,7 @@ class DeviceParticles:
         self._morton(blocks(self.particle_count), (BLOCK,), (self.params, np.int32(MORTON_BITS), self.key))
         self.morton_sorter.sort(self.key)
         order = self.morton_sorter.sorted
-        for array in (self.pos, self.vel):
+        for array in self.slot_arrays4():
             self._gather4(blocks(self.particle_count), (BLOCK,), (array, order, n, self._scratch4))
             array[...] = self._scratch4
         for array in (self.info, self.slot_to_model):
@@ -494,7 +660,7 @@ class DeviceParticles:
         after it depends only on the positions, not on earlier reorders: how the CUDA grid resumes bit
         for bit."""
         order = self.slot_to_model
-        for array in (self.pos, self.vel, self.info):
+        for array in (*self.slot_arrays4(), self.info):
             scratch = self.cp.empty_like(array)
             scratch[order] = array
             array[...] = scratch

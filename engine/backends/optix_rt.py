@@ -117,6 +117,8 @@ class BackendOptix(BackendGpu):
 
     def _detect(self) -> None:
         self.particles.force.fill(0)  # the intersection program accumulates into it
+        if self.particles.rotation_on:
+            self.particles.torque.fill(0)
         self._launch()
 
     def contact_pairs(self) -> np.ndarray:

@@ -24,7 +24,8 @@ import pytest
 from engine.backends.cpu import BackendCpu
 from engine.backends.cuda_grid import grid_layout
 from engine.backends.gpu_runtime import (DEM_PARAMS_DTYPE, INFO_ACTIVE, INFO_MATERIAL_SHIFT, INT_MAX, KERNEL_DIR,
-                                        OPTIX_DEM_PARAMS_DTYPE, SPRING_SLOTS, fill_dem_params, grid_fields)
+                                        OPTIX_DEM_PARAMS_DTYPE, SPRING_SLOTS, fill_dem_params, grid_fields,
+                                        moments_of_inertia, rotation_tables)
 from engine.backends.optix_pipeline import RAY_TMAX_FRACTION
 from engine.contact_law import contact_force, pair_tables, wall_tables
 from engine.model import Domain, Material, Physics, build_model
@@ -92,7 +93,15 @@ class HostGrains:
                            field_grid=np.zeros(1, np.float32), diag=np.array([INT_MAX, INT_MAX, 0, 0], np.int32),
                            springs=np.zeros((2 * n * SPRING_SLOTS + 1, 4), np.float32),
                            wall_springs=np.zeros((6 * n + 1, 4), np.float32),
-                           slot_to_model=np.arange(n, dtype=np.int32), spring_parity=np.zeros(1, np.int32))
+                           slot_to_model=np.arange(n, dtype=np.int32), spring_parity=np.zeros(1, np.int32),
+                           omega=np.zeros((n, 4), np.float32), torque=np.zeros((n, 4), np.float32),
+                           orientation=np.tile(np.float32([1, 0, 0, 0]), (n, 1)), accel=np.zeros((n, 4), np.float32),
+                           alpha=np.zeros((n, 4), np.float32),
+                           rolling=np.zeros((2 * n * SPRING_SLOTS + 1, 4), np.float32),
+                           wall_rolling=np.zeros((6 * n + 1, 4), np.float32),
+                           **{name: np.ascontiguousarray(table.ravel())
+                              for name, table in rotation_tables(physics).items()})
+        self.arrays["omega"][:, 3] = moments_of_inertia(model)
         self.arrays["springs"].view(np.int32)[:, 3] = -1
         self.cell, self.grid_bits = grid_layout(model)
         self.params = np.zeros(1, DEM_PARAMS_DTYPE)
