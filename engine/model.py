@@ -30,12 +30,18 @@ class Material:
         density: Mass density [kg/m³].
         restitution: Normal coefficient of restitution in (0, 1]; 1 is perfectly elastic.
         friction: Coulomb friction coefficient μ ≥ 0 (0 reproduces the paper, which has none).
+        rolling_friction: Rolling-resistance coefficient μ_r ≥ 0 (dimensionless; the rolling torque
+            is capped at μ_r · f_n · R_eff; pair value: mean of the two). Artist word: "Rolling".
+        cohesion: SJKR cohesion energy density c ≥ 0 [Pa = J/m³]: an attractive normal force c·A over
+            the contact area A (pair value: min of the two). Artist word: "Stickiness".
     """
 
     name: str = "default"
     density: float = 2500.0
     restitution: float = 0.5
     friction: float = 0.5
+    rolling_friction: float = 0.0
+    cohesion: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,9 @@ class Domain:
             inactive and stay in the cache.
         wall_restitution: Restitution of particle–wall contacts.
         wall_friction: Coulomb friction coefficient of particle–wall contacts.
+        wall_rolling_friction: Rolling-resistance coefficient of the walls (averaged with the
+            material's as for friction).
+        wall_cohesion: SJKR cohesion of the walls [Pa] (a grain–wall pair uses the min of the two).
     """
 
     lo: tuple[float, float, float] = (0.0, 0.0, 0.0)
@@ -56,6 +65,8 @@ class Domain:
     open_sides: tuple[str, ...] = ()
     wall_restitution: float = 0.5
     wall_friction: float = 0.5
+    wall_rolling_friction: float = 0.0
+    wall_cohesion: float = 0.0
 
     def wall_mask(self) -> np.ndarray:
         """1 where a side has a wall, 0 where it is open; shape (6,), order ``SIDES``."""
@@ -110,6 +121,11 @@ class Physics:
         seed: Seed of every random choice made while setting up the scene.
         friction_model: 'spring' (tangential spring with history, capped by Coulomb: static
             friction, piles that stay) or 'damper' (history-free capped dashpot; creeps on slopes).
+        rotation: Grains rotate (angular velocity, torques from tangential and rolling forces). False
+            is the paper's non-rotating model (ω stays 0).
+        integrator: 'verlet' (velocity Verlet, the order of LAMMPS' fix nve/sphere) or 'euler' (the
+            paper's semi-implicit Euler). ``rotation=False`` with 'euler' reproduces the paper's
+            results bit for bit.
     """
 
     materials: tuple[Material, ...] = (Material(),)
@@ -124,6 +140,8 @@ class Physics:
     speed_limit: float = 1.0e3
     seed: int = 0
     friction_model: str = "spring"
+    rotation: bool = True
+    integrator: str = "verlet"
 
     def to_json(self) -> dict:
         """A JSON-safe dict that ``from_json`` turns back into the same ``Physics``."""
@@ -133,8 +151,12 @@ class Physics:
 
     @staticmethod
     def from_json(data: dict) -> "Physics":
-        """Inverse of ``to_json``."""
+        """Inverse of ``to_json``. Manifests written before rotation existed (cache format version 1)
+        carry no ``rotation``/``integrator``: they ran the non-rotating Euler model, so that is what
+        they load as."""
         d = dict(data)
+        d.setdefault("rotation", False)
+        d.setdefault("integrator", "euler")
         d["materials"] = tuple(Material(**m) for m in d["materials"])
         dom = dict(d["domain"])
         dom["lo"], dom["hi"] = tuple(dom["lo"]), tuple(dom["hi"])

@@ -7,6 +7,14 @@ expected over the interval, capped so the list stays small in dense packings; if
 moves more than half the skin the list is rebuilt early, so the contacts found are always exactly the
 colliding pairs. The list is also rebuilt at every frame boundary (``begin_frame``), which makes a bake
 resumed from a cached frame bit-identical to an uninterrupted one.
+
+Two step paths: the paper's model (``Physics.rotation`` false, integrator 'euler', no rolling resistance
+or cohesion) runs the original kernels and keeps its bits; everything else runs the full law
+(``pair_forces_full``, ``kick``, and ``drift`` for velocity Verlet), see docs/physics.md.
+
+Per-particle arrays a reorder of the particles must permute together: the state's positions,
+velocities, active, angular_velocities and orientations; the model's per-particle arrays; and here
+``wall_hist``, ``wall_touch``, ``pos_ref``, ``acc`` and ``alpha`` (the Verlet accelerations).
 """
 
 from __future__ import annotations
@@ -19,7 +27,7 @@ import numpy as np
 
 from . import cpu_kernels as k
 from .base import Backend, StepTimings
-from ..contact_law import pair_tables, wall_tables
+from ..contact_law import cohesion_tables, pair_tables, rolling_tables, wall_tables
 from ..errors import SimulationDiverged
 from ..fields import pack_fields, uniform_acceleration
 from ..local_origin import local_origin, local_to_world, round_to_world, shift_field_table, world_to_local
@@ -115,8 +123,26 @@ class BackendCpu(Backend):
         frictional = any(m.friction > 0 for m in physics.materials) or physics.domain.wall_friction > 0
         # Without friction both models give F_t = 0; skip the springs' bookkeeping then.
         self.spring = physics.friction_model == "spring" and frictional
-        self.hist = np.zeros((0, 3), np.float64)        # tangential spring per list entry [m]
-        self.wall_hist = np.zeros((n, 6, 3), np.float64)  # tangential spring per particle and wall [m]
+        self.rotation = bool(physics.rotation)
+        self.euler = physics.integrator == "euler"
+        self.roll, self.wall_roll = rolling_tables(physics.materials, physics.domain.wall_rolling_friction)
+        self.cohesion, self.wall_cohesion = cohesion_tables(physics.materials, physics.domain.wall_cohesion)
+        self.rolling = self.rotation and (bool(self.roll.any()) or bool(self.wall_roll.any()))
+        # The paper's model runs the original kernels (its results keep their bits).
+        self.full = self.rotation or not self.euler or self.rolling or bool(self.cohesion.any()) \
+            or bool(self.wall_cohesion.any())
+        if not self.rotation:
+            self.roll[:] = 0.0
+            self.wall_roll[:] = 0.0
+        self.keep_hist = self.spring or self.rolling
+        # Per list entry: tangential spring ξ (columns 0–2) and rolling spring ξ_r (3–5) [m].
+        self.hist = np.zeros((0, 6), np.float64)
+        self.wall_hist = np.zeros((n, 6, 6), np.float64)  # the same per particle and wall side [m]
+        self.torque = np.zeros((n, 3), np.float64)
+        self.pair_torque = np.zeros((0, 6), np.float64)
+        self.acc = np.zeros((n, 3), np.float64)    # Verlet: acceleration of the last step [m/s²]
+        self.alpha = np.zeros((n, 3), np.float64)  # Verlet: angular acceleration of the last step [rad/s²]
+        self.primed = False  # Verlet: acc/alpha hold the accelerations of the current state
         self.wall_touch = np.zeros(n, np.uint8)  # bit s set: particle touches wall side s
         self.pos_ref = np.zeros((n, 3), np.float32)
         self.state: State | None = None
@@ -136,9 +162,12 @@ class BackendCpu(Backend):
         self.state.positions = world_to_local(state.positions, self.origin)
         self.needs_build = True
         self.neighbors = NeighborListCpu(self.model.particle_count)
-        self.hist = np.zeros((0, 3), np.float64)
+        self.hist = np.zeros((0, 6), np.float64)
         self.wall_hist[:] = 0.0
         self.wall_touch[:] = 0
+        self.acc[:] = 0.0
+        self.alpha[:] = 0.0
+        self.primed = False
         if self.model.colliders is not None:
             self.model.colliders.reset_history()
 
@@ -147,8 +176,14 @@ class BackendCpu(Backend):
         spring (P, 3) and wall springs (n, 6, 3) [m]."""
         i, j = self.neighbors.pairs()
         keep = np.any(self.hist != 0.0, axis=1) if self.hist.shape[0] else np.zeros(0, bool)
-        history = {"pair_i": i[keep], "pair_j": j[keep], "pair_spring": self.hist[keep],
-                   "wall_spring": self.wall_hist.copy()}
+        history = {"pair_i": i[keep], "pair_j": j[keep], "pair_spring": self.hist[keep, :3],
+                   "wall_spring": self.wall_hist[:, :, :3].copy()}
+        if self.rolling:
+            history["pair_rolling"] = self.hist[keep, 3:]
+            history["wall_rolling"] = self.wall_hist[:, :, 3:].copy()
+        if self.full and not self.euler and self.primed:
+            history["acceleration"] = self.acc.copy()
+            history["angular_acceleration"] = self.alpha.copy()
         if self.model.colliders is not None:
             history.update(self.model.colliders.get_history())
         return history
@@ -159,8 +194,18 @@ class BackendCpu(Backend):
         start = np.zeros(n + 1, np.int64)
         np.cumsum(np.bincount(history["pair_i"], minlength=n), out=start[1:])
         order = np.argsort(history["pair_i"], kind="stable")
-        self._restored = (start, history["pair_j"][order].astype(np.int32), history["pair_spring"][order])
-        self.wall_hist[:] = history["wall_spring"]
+        pair = np.zeros((order.shape[0], 6), np.float64)
+        pair[:, :3] = history["pair_spring"][order]
+        self.wall_hist[:] = 0.0
+        self.wall_hist[:, :, :3] = history["wall_spring"]
+        if "pair_rolling" in history:
+            pair[:, 3:] = history["pair_rolling"][order]
+            self.wall_hist[:, :, 3:] = history["wall_rolling"]
+        self._restored = (start, history["pair_j"][order].astype(np.int32), pair)
+        if "acceleration" in history:
+            self.acc[:] = history["acceleration"]
+            self.alpha[:] = history["angular_acceleration"]
+            self.primed = True
         live = np.any(self.wall_hist != 0.0, axis=2)  # (n, 6)
         self.wall_touch[:] = (live * (1 << np.arange(6))).sum(axis=1).astype(np.uint8)
         if self.model.colliders is not None:
@@ -210,9 +255,11 @@ class BackendCpu(Backend):
         count = self.neighbors.pair_count
         if self.pair_force.shape[0] < count:
             self.pair_force = np.zeros((int(count * 1.25) + 16, 3), np.float64)
-        self.hist = np.zeros((count, 3), np.float64)
-        if self.spring and old_j.shape[0]:
-            k.remap_history(old_start, old_j, old_hist, self.neighbors.nbr_start, self.neighbors.nbr_j, self.hist)
+            if self.full:
+                self.pair_torque = np.zeros((self.pair_force.shape[0], 6), np.float64)
+        self.hist = np.zeros((count, 6), np.float64)
+        if self.keep_hist and old_j.shape[0]:
+            k.remap_history6(old_start, old_j, old_hist, self.neighbors.nbr_start, self.neighbors.nbr_j, self.hist)
         self.pos_ref[:] = s.positions
         self.needs_build = False
         self.steps_since_build = 0
@@ -229,6 +276,8 @@ class BackendCpu(Backend):
             numba.set_num_threads(threads)
 
     def _step(self, count: int) -> StepTimings:
+        if self.full:
+            return self._step_full(count)
         physics = self.model.physics
         m = self.model
         s = self.state
@@ -276,6 +325,110 @@ class BackendCpu(Backend):
                     f"{math.sqrt(speed2):.3g} m/s, above the limit of {physics.speed_limit:.3g} m/s; lower dt "
                     "or the stiffness.", s.step)
             if 4.0 * disp2 > nb.skin * nb.skin:
+                self.needs_build = True
+            t3 = time.perf_counter()
+            timings.build_s += t1 - t0
+            timings.detect_s += t2 - t1
+            timings.update_s += t3 - t2
+            timings.steps += 1
+        return timings
+
+    def _forces_full(self, time_s: float, dt_history: float, timings: StepTimings) -> None:
+        """Pair, collider and (through ``kick``) wall forces and torques of the current state."""
+        m = self.model
+        s = self.state
+        physics = m.physics
+        nb = self.neighbors
+        k.pair_forces_full(s.positions, s.velocities, s.angular_velocities, m.radius, m.mass, m.material_index,
+                           s.active, nb.nbr_start, nb.nbr_j, self.beta, self.mu, self.roll, self.cohesion,
+                           float(physics.stiffness), self.spring, dt_history, self.hist, self.pair_force,
+                           self.pair_torque, self.force, self.torque)
+        k.gather_reactions(self.force, self.pair_force, nb.rev_start, nb.rev_pair)
+        k.gather_torques(self.torque, self.pair_torque, nb.rev_start, nb.rev_pair)
+        if m.colliders is not None:
+            c0 = time.perf_counter()
+            m.colliders.add_forces(time_s, s.positions, s.velocities, m.radius, m.mass, m.material_index, s.active,
+                                   self.force, physics, *((s.angular_velocities, self.torque) if self.rotation else ()))
+            timings.colliders_s += time.perf_counter() - c0
+
+    def _kick(self, accel, dt_history: float, kick_dt: float):
+        m = self.model
+        s = self.state
+        physics = m.physics
+        return k.kick(s.positions, s.velocities, s.angular_velocities, s.orientations, self.force, self.torque,
+                      m.radius, m.mass, m.material_index, s.active, accel, dt_history, kick_dt, self.euler,
+                      self.rotation, self.lo, self.hi, self.wall_mask, self.wall_beta, self.wall_mu, self.wall_roll,
+                      self.wall_cohesion, float(physics.stiffness), self.spring, self.wall_hist, self.wall_touch,
+                      self.field_table, self.field_grid, self.acc, self.alpha, self.pos_ref)
+
+    def _step_full(self, count: int) -> StepTimings:
+        """Steps of the full law: rotation, rolling, cohesion, Euler or velocity Verlet.
+
+        Verlet (LAMMPS fix nve/sphere order): drift (v, ω half kick with the stored accelerations, then
+        x, q), forces at the new positions and time, kick (second half). At the very start the
+        accelerations of the initial state are computed once (springs not advanced: dt 0).
+        """
+        physics = self.model.physics
+        m = self.model
+        s = self.state
+        timings = StepTimings()
+        dt = physics.dt
+        for _ in range(count):
+            t0 = time.perf_counter()
+            if not self.euler:
+                if not self.primed:
+                    accel = self._acceleration(s.step)
+                    if self.needs_build or self.steps_since_build >= physics.rebuild_interval:
+                        self._build(accel)
+                        timings.rebuilds += 1
+                    self._forces_full(s.step * dt, 0.0, timings)
+                    self._kick(accel, 0.0, 0.0)
+                    self.primed = True
+                previous = s.positions.copy() if m.colliders is not None else None
+                disp2, bad = k.drift(s.positions, s.velocities, s.angular_velocities, s.orientations, self.acc,
+                                     self.alpha, s.active, dt, self.rotation, self.lo, self.hi, self.wall_mask,
+                                     self.pos_ref)
+                if m.colliders is not None:
+                    c0 = time.perf_counter()
+                    m.colliders.after_integrate((s.step + 1) * dt, previous, s.positions, s.velocities, m.radius,
+                                                s.active, physics)
+                    timings.colliders_s += time.perf_counter() - c0
+                if bad:
+                    raise SimulationDiverged(
+                        f"The simulation produced NaN at step {s.step + 1} (t = {(s.step + 1) * dt:.6g} s); "
+                        "lower dt or the stiffness.", s.step + 1)
+                if 4.0 * disp2 > self.neighbors.skin * self.neighbors.skin:
+                    self.needs_build = True
+                force_step = s.step + 1  # forces at the drifted positions
+            else:
+                force_step = s.step
+            time_s = force_step * dt
+            accel = self._acceleration(force_step)
+            if self.needs_build or self.steps_since_build >= physics.rebuild_interval:
+                self._build(accel)
+                timings.rebuilds += 1
+            t1 = time.perf_counter()
+            self._forces_full(time_s, dt, timings)
+            previous = s.positions.copy() if (m.colliders is not None and self.euler) else None
+            t2 = time.perf_counter()
+            disp2, speed2, bad = self._kick(accel, dt, 0.5 * dt)
+            if m.colliders is not None and self.euler:
+                c0 = time.perf_counter()
+                m.colliders.after_integrate((s.step + 1) * dt, previous, s.positions, s.velocities, m.radius,
+                                            s.active, physics)
+                timings.colliders_s += time.perf_counter() - c0
+            s.step += 1
+            self.steps_since_build += 1
+            if bad:
+                raise SimulationDiverged(
+                    f"The simulation produced NaN at step {s.step} (t = {s.step * dt:.6g} s); "
+                    "lower dt or the stiffness.", s.step)
+            if speed2 > physics.speed_limit ** 2:
+                raise SimulationDiverged(
+                    f"Runaway energy at step {s.step} (t = {s.step * dt:.6g} s): a particle moves at "
+                    f"{math.sqrt(speed2):.3g} m/s, above the limit of {physics.speed_limit:.3g} m/s; lower dt "
+                    "or the stiffness.", s.step)
+            if self.euler and 4.0 * disp2 > self.neighbors.skin * self.neighbors.skin:
                 self.needs_build = True
             t3 = time.perf_counter()
             timings.build_s += t1 - t0
