@@ -18,6 +18,14 @@ extern "C" __global__ void dem_verlet_drift(const DemParams* __restrict__ params
     if (i < params->particle_count) dem_verlet_drift_slot(*params, step, i);
 }
 
+// Velocity Verlet's accelerations of the current state, before the first step (walls and fields
+// included; nothing moves); launched with DemParams::history_dt 0.
+extern "C" __global__ void dem_verlet_prime(const DemParams* __restrict__ params, float ax, float ay, float az,
+                                           int step) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < params->particle_count) dem_integrate_slot_rotating(*params, ax, ay, az, step, i, true);
+}
+
 // After the contact forces of a step: the springs they kept become the ones the next step reads.
 extern "C" __global__ void dem_flip_spring_parity(int* __restrict__ parity) {
     if (blockIdx.x == 0 && threadIdx.x == 0) *parity ^= 1;

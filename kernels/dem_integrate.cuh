@@ -85,7 +85,7 @@ __device__ __forceinline__ void dem_walls_rotating(const DemParams& P, int i, fl
         const float3 w = dem_contact_rotating(axis == 0 ? sign : 0.0f, axis == 1 ? sign : 0.0f, axis == 2 ? sign : 0.0f,
                                               (float)overlap, v.x, v.y, v.z, v.w, P.stiffness, P.wall_beta[material],
                                               P.wall_mu[material], r, arms, wall_springs != nullptr ? &spring : nullptr,
-                                              mu_r > 0.0f ? &rolling : nullptr, P.dt, P.tangential_ratio);
+                                              mu_r > 0.0f ? &rolling : nullptr, *P.history_dt, P.tangential_ratio);
         if (wall_springs != nullptr) wall_springs[side] = make_float4(spring.x, spring.y, spring.z, 0.0f);
         if (wall_rolling != nullptr) wall_rolling[side] = make_float4(rolling.x, rolling.y, rolling.z, 0.0f);
         f.x += w.x;
@@ -131,9 +131,11 @@ __device__ __forceinline__ void dem_verlet_drift_slot(const DemParams& P, int st
 
 // The per-slot update under the rotating law or velocity Verlet: wall contacts with torques, fields,
 // then either semi-implicit Euler of v, x, ω and q (integrator Euler), or the second half-kick of
-// velocity Verlet, which keeps this step's accelerations for the next step's first half.
+// velocity Verlet, which keeps this step's accelerations for the next step's first half. With prime
+// (Verlet only) the accelerations of the current state are kept and nothing moves: the pass before the
+// first step, with DemParams::history_dt 0 (the CPU backend's kick with dt 0).
 __device__ __forceinline__ void dem_integrate_slot_rotating(const DemParams& P, float ax, float ay, float az,
-                                                            int step, int i) {
+                                                            int step, int i, bool prime = false) {
     unsigned int info = P.info[i];
     if (!(info & DEM_INFO_ACTIVE)) return;
     const float4 p = P.pos[i];
@@ -162,7 +164,7 @@ __device__ __forceinline__ void dem_integrate_slot_rotating(const DemParams& P, 
         alpha[2] = (double)torque.z / (double)w.w;
     }
     if (P.integrator == DEM_INTEGRATOR_VERLET) {
-        const double h = 0.5 * dt;
+        const double h = prime ? 0.0 : 0.5 * dt;
         const double vx = (double)v.x + acc[0] * h, vy = (double)v.y + acc[1] * h, vz = (double)v.z + acc[2] * h;
         P.vel[i] = make_float4((float)vx, (float)vy, (float)vz, m);
         P.accel[i] = make_float4((float)acc[0], (float)acc[1], (float)acc[2], 0.0f);

@@ -110,8 +110,8 @@ __device__ __forceinline__ float3 dem_torque_j(const DemTorqueArms& t, const Dem
 }
 
 // Force on i of the rotating law (issue 16), float32; everything as dem_contact, plus:
-//   v_c = (v_i − v_j) − (R_i ω_i + R_j ω_j) × n replaces v_i − v_j in the tangential part (v_n is
-//   (v_i − v_j)·n, the same in exact arithmetic, and the same bits as the non-rotating law's);
+//   v_c = (v_i − v_j) − (R_i ω_i + R_j ω_j) × n replaces v_i − v_j in the tangential part,
+//   v_t = v_c − (v_c·n) n (the normal force keeps v_n = (v_i − v_j)·n);
 //   f_n ← f_n − c·A (cohesion; the friction and rolling caps use f_n without it, as LAMMPS/LIGGGHTS);
 //   with rolling non-null, the rolling history ξ_r [m] evolves as the tangential spring does with
 //   v_r = R_eff (ω_i − ω_j) × n, F_r = −k_r ξ_r − γ_r v_r capped at μ_r max(f_n, 0), k_r = k_t.
@@ -132,7 +132,8 @@ __device__ __forceinline__ float3 dem_contact_rotating(float nx, float ny, float
                                     r.arm_i * r.w_i.z + r.arm_j * r.w_j.z);
     const float3 surface = dem_cross(spin, n);
     const float cx = dvx - surface.x, cy = dvy - surface.y, cz = dvz - surface.z;
-    const float tx = cx - v_n * nx, ty = cy - v_n * ny, tz = cz - v_n * nz;
+    const float c_n = cx * nx + cy * ny + cz * nz;
+    const float tx = cx - c_n * nx, ty = cy - c_n * ny, tz = cz - c_n * nz;
     const float cap = mu * fmaxf(f_n, 0.0f);
     const float k_t = tangential_ratio * stiffness;
     const float g_t = 2.0f * beta * sqrtf(m_eff * k_t);
@@ -197,26 +198,22 @@ __device__ __forceinline__ float3 dem_contact_rotating(float nx, float ny, float
     return f;
 }
 
-// SJKR contact area [m²] of two spheres whose centres are d apart (d2 = d², reach = r_i + r_j), from the
-// float32 radii: the lens of the two surfaces, π a² with
-// a² = (d − r_i − r_j)(d + r_i − r_j)(d − r_i + r_j)(d + r_i + r_j) / (−4 d²), clamped at 0; a sphere
-// inside the other (no lens) or coincident centres: π min(r_i, r_j)². Grouped as ((a·d)·(b·c)) so that
-// swapping i and j gives the same bits.
-__device__ __forceinline__ double dem_contact_area(double ri, double rj, double d2) {
+// SJKR contact area [m²] of two spheres whose centres are d apart (d2 = d², overlap δ = r_i + r_j − d),
+// from the float32 radii, as engine.contact_law.contact_area and the CPU kernels:
+// A = π/4 δ (d + r_i − r_j)(d − r_i + r_j)(d + r_i + r_j) / d², 0 for coincident centres. Grouped as
+// ((δ·e)·(b·c)) so that swapping i and j (b and c) gives the same bits.
+__device__ __forceinline__ double dem_contact_area(double ri, double rj, double d2, double overlap) {
     const double pi = 3.14159265358979323846;
+    if (!(d2 > 0.0)) return 0.0;
     const double d = sqrt(d2);
-    const double r_min = ri < rj ? ri : rj;
-    if (!(d > fabs(ri - rj))) return pi * r_min * r_min;
-    const double a = d - ri - rj, b = d + ri - rj, c = d - ri + rj, e = d + ri + rj;
-    const double area = -0.25 * pi * ((a * e) * (b * c)) / d2;
-    return area > 0.0 ? area : 0.0;
+    const double b = d + ri - rj, c = d - ri + rj, e = d + ri + rj;
+    return 0.25 * pi * ((overlap * e) * (b * c)) / d2;
 }
 
 // SJKR contact area of a sphere of radius r pressed δ into a plane [m²]: π (2 r δ − δ²).
 __device__ __forceinline__ double dem_wall_contact_area(double r, double overlap) {
     const double pi = 3.14159265358979323846;
-    const double area = pi * (2.0 * r * overlap - overlap * overlap);
-    return area > 0.0 ? area : 0.0;
+    return pi * (2.0 * r * overlap - overlap * overlap);
 }
 
 // True when a contact needs the rotating law (issue 16) rather than the paper's dem_contact.
@@ -258,11 +255,11 @@ __device__ __forceinline__ float3 dem_pair_force_rotating(const DemParams& P, co
     r.mu_r = P.rolling_model ? P.rolling_mu[k] : 0.0f;
     r.cohesion = 0.0f;
     if (P.cohesion_model && P.cohesion[k] > 0.0f) {
-        r.cohesion = (float)((double)P.cohesion[k] * dem_contact_area((double)ri, (double)rj, p.d2));
+        r.cohesion = (float)((double)P.cohesion[k] * dem_contact_area((double)ri, (double)rj, p.d2, overlap));
     }
     return dem_contact_rotating(nx, ny, nz, (float)overlap, vi.x - vj.x, vi.y - vj.y, vi.z - vj.z, m_eff,
                                 P.stiffness, P.beta[k], P.mu[k], r, arms, spring, r.mu_r > 0.0f ? rolling : nullptr,
-                                P.dt, P.tangential_ratio);
+                                *P.history_dt, P.tangential_ratio);
 }
 
 // Force on particle i from touching particle j (p from dem_touch). Exactly antisymmetric: swapping i

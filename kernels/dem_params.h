@@ -82,6 +82,8 @@ struct DemParams {
     const float* cohesion;      // (M, M) cohesion energy density per material pair [Pa]
     const float* wall_rolling_mu;  // (M,)
     const float* wall_cohesion;    // (M,) [Pa]
+    const float* history_dt;    // (1,) time step of the histories' update in this pass [s]: dt, or 0 in the
+                                // pass that primes velocity Verlet's accelerations (as the CPU backend)
     int rotation;               // 1: grains rotate (torques, ω, orientations); 0: the paper's model
     int integrator;             // DEM_INTEGRATOR_EULER or DEM_INTEGRATOR_VERLET
     int rolling_model;          // 1: some pair or wall has rolling friction (rolling history kept)
@@ -141,4 +143,5 @@ struct OptixColliderParams {
     double* force_sum;          // (n, 3) mode 0: each collider's force sum is added here [N]
     float ray_tmax;             // length of the point rays [m]
     int mode;                   // 0: contact forces, 1: swept test
+    double* torque_sum;         // (n, 3) mode 0 with rotation: each collider's torque sum is added here [N m]
 };

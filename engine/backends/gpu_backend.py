@@ -13,6 +13,8 @@ A step, queued on the GPU without a host synchronisation:
 With velocity Verlet (``physics.integrator``, issue 16) a step begins with the first half-kick and the
 drift (``DeviceParticles.verlet_drift``) and the colliders' swept test; build and detect then see the
 new positions, and the update is the second half-kick with the walls and fields at t = (step + 1)·dt.
+Before the first step after ``set_state`` (unless ``set_contact_history`` restored them) the
+accelerations of the initial state are computed once (``_prime``), as the CPU backend does.
 
 The phases (and the colliders' share of detect + update) are timed with CUDA events and read once at
 the end of ``step``.
@@ -88,6 +90,23 @@ class BackendGpu(Backend):
         except Exception as exc:  # out of memory, a driver or OptiX error: one sentence, frames kept
             raise GpuUnavailable(gpu_failure_sentence(self.name, exc, doing="failed during a step")) from exc
 
+    def _prime(self) -> None:
+        """Velocity Verlet's accelerations of the current state, before its first step (as the CPU
+        backend: the forces at t = step·dt with the histories advanced over 0 s, colliders included)."""
+        p = self.particles
+        rebuild = self.needs_rebuild or self.steps_since_rebuild >= self.model.physics.rebuild_interval
+        self._build(rebuild)
+        if rebuild:
+            self.needs_rebuild = False
+            self.steps_since_rebuild = 0
+        p.history_dt.fill(0)
+        self._detect()
+        p.flip_springs()
+        if self.colliders is not None:
+            self.colliders.add_forces(p.step_index)
+        p.prime()
+        p.history_dt.fill(self.model.physics.dt)
+
     def _step(self, count: int) -> StepTimings:
         physics = self.model.physics
         p = self.particles
@@ -95,6 +114,8 @@ class BackendGpu(Backend):
         timings = StepTimings()
         for _ in range(count):
             e0 = timer.event()
+            if p.verlet_on and not p.primed:
+                self._prime()
             if p.verlet_on:  # velocity Verlet: first half-kick and drift, then the forces at the new positions
                 if self.colliders is not None:
                     self.colliders.remember_positions()

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..contact_law import TANGENTIAL_STIFFNESS_RATIO, pair_tables, wall_tables
+from ..contact_law import TANGENTIAL_STIFFNESS_RATIO, cohesion_tables, pair_tables, rolling_tables, wall_tables
 from ..errors import MochiError, SimulationDiverged
 from ..fields import pack_fields, uniform_acceleration
 from ..local_origin import local_origin, local_to_world, round_to_world, shift_field_table, world_to_local
@@ -57,9 +57,9 @@ DEM_PARAMS_DTYPE = np.dtype({
               "grid_bits_x", "grid_bits_y", "grid_bits_z", "springs", "wall_springs", "slot_to_model",
               "spring_parity", "spring_model", "tangential_ratio", "omega", "torque", "orientation", "accel",
               "alpha", "rolling", "wall_rolling", "rolling_mu", "cohesion", "wall_rolling_mu", "wall_cohesion",
-              "rotation", "integrator", "rolling_model", "cohesion_model"],
+              "history_dt", "rotation", "integrator", "rolling_model", "cohesion_model"],
     "formats": ["u8"] * 11 + [("f8", (3,)), ("f8", (3,)), "f4", "f4", "f4", "i4", "i4", "i4", "i4", "f4", "f4",
-                              "u4", "u4", "u4", "u4"] + ["u8"] * 4 + ["i4", "f4"] + ["u8"] * 11 + ["i4"] * 4,
+                              "u4", "u4", "u4", "u4"] + ["u8"] * 4 + ["i4", "f4"] + ["u8"] * 12 + ["i4"] * 4,
 }, align=True)
 #: DemParams::integrator (DEM_INTEGRATOR_* in kernels/dem_params.h).
 INTEGRATORS = {"euler": 0, "verlet": 1}
@@ -210,28 +210,21 @@ def check_friction_model(physics) -> None:
 
 
 def rotation_settings(physics) -> tuple[bool, str]:
-    """(rotation, integrator) of ``physics``; a Physics without these settings (before issue 16) is the
-    paper's model: no rotation, semi-implicit Euler."""
-    return bool(getattr(physics, "rotation", False)), str(getattr(physics, "integrator", "euler"))
+    """(rotation, integrator) of ``physics`` (``Physics.rotation``, ``Physics.integrator``)."""
+    return bool(physics.rotation), str(physics.integrator)
 
 
 def rotation_tables(physics) -> dict[str, np.ndarray]:
-    """Per-material tables of the rotating law (docs/physics.md, issue 16), float32:
-
-    ``rolling_mu`` (M, M) rolling friction μ_r of a pair (the mean of the two materials'),
-    ``cohesion`` (M, M) cohesion energy density [Pa] of a pair (the smaller of the two),
-    ``wall_rolling_mu`` (M,) against the walls (the mean with ``Domain.wall_rolling_friction``),
-    ``wall_cohesion`` (M,) [Pa] against the walls (the smaller with ``Domain.wall_cohesion``).
-    Materials without the fields have none.
-    """
-    rolling = np.array([float(getattr(m, "rolling_friction", 0.0)) for m in physics.materials])
-    cohesion = np.array([float(getattr(m, "cohesion", 0.0)) for m in physics.materials])
-    wall_rolling = float(getattr(physics.domain, "wall_rolling_friction", 0.0))
-    wall_cohesion = float(getattr(physics.domain, "wall_cohesion", 0.0))
-    return {"rolling_mu": (0.5 * (rolling[:, None] + rolling[None, :])).astype(np.float32),
-            "cohesion": np.minimum(cohesion[:, None], cohesion[None, :]).astype(np.float32),
-            "wall_rolling_mu": (0.5 * (rolling + wall_rolling)).astype(np.float32),
-            "wall_cohesion": np.minimum(cohesion, wall_cohesion).astype(np.float32)}
+    """Per-material tables of the rotating law (engine.contact_law), float32 for ``DemParams``:
+    ``rolling_mu`` (M, M) and ``wall_rolling_mu`` (M,) rolling coefficients μ_r, zero without rotation
+    (as the CPU backend: rolling resistance acts through ω only); ``cohesion`` (M, M) and
+    ``wall_cohesion`` (M,) SJKR cohesion c [Pa]."""
+    roll, wall_roll = rolling_tables(physics.materials, physics.domain.wall_rolling_friction)
+    if not physics.rotation:
+        roll, wall_roll = np.zeros_like(roll), np.zeros_like(wall_roll)
+    cohesion, wall_cohesion = cohesion_tables(physics.materials, physics.domain.wall_cohesion)
+    return {"rolling_mu": roll.astype(np.float32), "cohesion": cohesion.astype(np.float32),
+            "wall_rolling_mu": wall_roll.astype(np.float32), "wall_cohesion": wall_cohesion.astype(np.float32)}
 
 
 def law_flags(physics) -> dict[str, int]:
@@ -269,7 +262,7 @@ def moments_of_inertia(model) -> np.ndarray:
 DEM_PARAMS_ARRAYS = ("pos", "vel", "force", "info", "beta", "mu", "wall_beta", "wall_mu", "field_table",
                      "field_grid", "diag", "springs", "wall_springs", "slot_to_model", "spring_parity", "omega",
                      "torque", "orientation", "accel", "alpha", "rolling", "wall_rolling", "rolling_mu", "cohesion",
-                     "wall_rolling_mu", "wall_cohesion")
+                     "wall_rolling_mu", "wall_cohesion", "history_dt")
 
 
 def fill_dem_params(record, arrays: dict, model: Model, *, field_count: int, pointer, **extra) -> None:
@@ -427,6 +420,9 @@ class DeviceParticles:
         self.accel = cupy.zeros((max(n if self.verlet_on else 0, 1), 4), cupy.float32)
         for name, table in rotation_tables(physics).items():
             setattr(self, name, cupy.asarray(np.ascontiguousarray(table.ravel())))
+        self.history_dt = cupy.full(1, physics.dt, cupy.float32)
+        #: Velocity Verlet: ``accel``/``alpha`` hold the accelerations of the current state.
+        self.primed = False
         self.host_params = np.zeros(1, DEM_PARAMS_DTYPE)
         self.params = cupy.zeros(DEM_PARAMS_DTYPE.itemsize, cupy.uint8)
         self.key = cupy.zeros(max(n, 1), cupy.uint32)
@@ -436,6 +432,7 @@ class DeviceParticles:
         module = raw_module("dem_common.cu")
         self._integrate = module.get_function("dem_integrate")
         self._verlet_drift = module.get_function("dem_verlet_drift")
+        self._verlet_prime = module.get_function("dem_verlet_prime")
         self._morton = module.get_function("dem_morton_keys")
         self._gather4 = module.get_function("gather_float4")
         self._gather1 = module.get_function("gather_u32")
@@ -494,6 +491,7 @@ class DeviceParticles:
             self.alpha.fill(0)
         if self.verlet_on:
             self.accel.fill(0)
+            self.primed = False
         self.step_index = int(state.step)
         self.last_checked_step = int(state.step)
 
@@ -531,28 +529,30 @@ class DeviceParticles:
         return arrays
 
     def get_verlet(self) -> dict[str, np.ndarray]:
-        """Velocity Verlet's accelerations of the last step in model order (resume state): ``verlet_accel``
-        [m/s²] and ``verlet_alpha`` [rad/s²], float32 (n, 3); empty with semi-implicit Euler."""
-        if not self.verlet_on:
+        """Velocity Verlet's accelerations of the current state in model order, in the CPU backend's
+        history keys: ``acceleration`` [m/s²] and ``angular_acceleration`` [rad/s²], float64 (n, 3);
+        empty with semi-implicit Euler or before they were computed."""
+        if not (self.verlet_on and self.primed):
             return {}
         n = self.particle_count
         alpha = self.model_order(self.alpha)[:, :3] if self.rotation_on else np.zeros((n, 3), np.float32)
-        return {"verlet_accel": np.ascontiguousarray(self.model_order(self.accel)[:, :3]),
-                "verlet_alpha": np.ascontiguousarray(alpha)}
+        return {"acceleration": self.model_order(self.accel)[:, :3].astype(np.float64),
+                "angular_acceleration": alpha.astype(np.float64)}
 
     def set_verlet(self, history: dict) -> None:
         """Restore ``get_verlet``'s arrays (model order; after ``upload``, which leaves slots in model
-        order); missing keys leave zeros."""
-        if not self.verlet_on or "verlet_accel" not in history:
+        order). Without them the first step computes them (``prime``)."""
+        if not self.verlet_on or "acceleration" not in history:
             return
         n = self.particle_count
         accel = np.zeros((n, 4), np.float32)
-        accel[:, :3] = np.asarray(history["verlet_accel"], np.float32).reshape(n, 3)
+        accel[:, :3] = np.asarray(history["acceleration"], np.float64).reshape(n, 3)
         self.accel.set(accel)
-        if self.rotation_on and "verlet_alpha" in history:
+        if self.rotation_on:
             alpha = np.zeros((n, 4), np.float32)
-            alpha[:, :3] = np.asarray(history["verlet_alpha"], np.float32).reshape(n, 3)
+            alpha[:, :3] = np.asarray(history["angular_acceleration"], np.float64).reshape(n, 3)
             self.alpha.set(alpha)
+        self.primed = True
 
     def flip_springs(self) -> None:
         """After a step's contact forces: the springs they kept are the ones the next step reads."""
@@ -627,6 +627,14 @@ class DeviceParticles:
         physics = self.model.physics
         t = step * physics.dt
         return (physics.gravity.at(t) + uniform_acceleration(physics.fields, t)).astype(np.float32)
+
+    def prime(self) -> None:
+        """Velocity Verlet's accelerations of the current state (after its forces, with ``history_dt``
+        0: see ``BackendGpu``); nothing moves; asynchronous."""
+        a = self.acceleration(self.step_index)
+        self._verlet_prime(blocks(self.particle_count), (BLOCK,),
+                           (self.params, a[0], a[1], a[2], np.int32(self.step_index)))
+        self.primed = True
 
     def verlet_drift(self) -> None:
         """Velocity Verlet's first half-kick and drift, before the forces (no-op with Euler); asynchronous."""

@@ -99,6 +99,7 @@ class HostGrains:
                            alpha=np.zeros((n, 4), np.float32),
                            rolling=np.zeros((2 * n * SPRING_SLOTS + 1, 4), np.float32),
                            wall_rolling=np.zeros((6 * n + 1, 4), np.float32),
+                           history_dt=np.full(1, physics.dt, np.float32),
                            **{name: np.ascontiguousarray(table.ravel())
                               for name, table in rotation_tables(physics).items()})
         self.arrays["omega"][:, 3] = moments_of_inertia(model)
@@ -204,7 +205,7 @@ def test_grain_kernels_equal_oracle_and_cpu(host_library, name, rng):
     active[5::41] = 0
     physics = Physics(materials=(Material(friction=0.3, restitution=0.5), Material(friction=0.6, restitution=0.8)),
                       domain=Domain(lo=tuple(positions.min(0) - 1.0), hi=tuple(positions.max(0) + 1.0)),
-                      stiffness=1.0e4, friction_model="damper")
+                      stiffness=1.0e4, friction_model="damper", rotation=False, integrator="euler")
     model = build_model(radius, physics, material_index=rng.integers(0, 2, n).astype(np.int32))
 
     alive = np.flatnonzero(active)
@@ -240,7 +241,8 @@ def test_crowded_ray_needs_several_batches(host_library, rng):
     positions, radius = _state("crowd", rng)
     positions = positions.astype(np.float32)
     radius = radius.astype(np.float32)
-    model = build_model(radius, Physics(domain=Domain(lo=(-1.0,) * 3, hi=(1.3,) * 3), friction_model="damper"))
+    model = build_model(radius, Physics(domain=Domain(lo=(-1.0,) * 3, hi=(1.3,) * 3), friction_model="damper",
+                                                rotation=False, integrator="euler"))
     n = len(radius)
     grains = HostGrains(model, positions, np.zeros((n, 3), np.float32), np.ones(n, np.uint8))
     _, pairs, calls = optix_run(host_library, grains, offers=2)
