@@ -172,7 +172,7 @@ def contact_response(xi, xj, vi, vj, wi, wj, ri, rj, mi, mj, stiffness, beta, mu
                      cohesion=0.0, spring=(0.0, 0.0, 0.0), rolling=(0.0, 0.0, 0.0), dt=0.0, rotation=True):
     """Reference (float64, numpy) of the full law with rotation, rolling resistance and cohesion.
 
-    The spring friction model only. A wall is ``mj = inf`` with ``rj = 0`` and ``xj`` the foot of
+    ``spring=None`` is friction_model 'damper' (new ξ None). A wall is ``mj = inf`` with ``rj = 0`` and ``xj`` the foot of
     the perpendicular from x_i on the wall plane (so d = r_i − δ and n is the wall's normal); ω_j is
     then ignored.
 
@@ -180,7 +180,8 @@ def contact_response(xi, xj, vi, vj, wi, wj, ri, rj, mi, mj, stiffness, beta, mu
         wi, wj: Angular velocities [rad/s] (3,).
         mu_roll: Rolling coefficient μ_r of the pair (0: no rolling resistance, ξ_r stays 0).
         cohesion: SJKR cohesion c of the pair [Pa].
-        spring, rolling: Tangential ξ and rolling ξ_r displacements [m] (3,) before the step.
+        spring, rolling: Tangential ξ (None: the damper model) and rolling ξ_r displacements [m] (3,)
+            before the step.
         rotation: False for the non-rotating model (ω ignored, no torques).
 
     Returns:
@@ -213,14 +214,19 @@ def contact_response(xi, xj, vi, vj, wi, wj, ri, rj, mi, mj, stiffness, beta, mu
     v_t = v_c - float(v_c @ normal) * normal
     k_t = TANGENTIAL_STIFFNESS_RATIO * stiffness
     g_t = 2.0 * beta * math.sqrt(m_eff * k_t)
-    xi_t = np.asarray(spring, np.float64)
-    xi_t = xi_t - (xi_t @ normal) * normal + v_t * dt
-    f_t = -k_t * xi_t - g_t * v_t
     cap = mu * cap_force
-    magnitude = float(np.linalg.norm(f_t))
-    if magnitude > cap:
-        f_t = f_t * (cap / magnitude)
-        xi_t = -(f_t + g_t * v_t) / k_t
+    if spring is None:  # friction_model 'damper'
+        xi_t = None
+        speed_t = float(np.linalg.norm(v_t))
+        f_t = -min(2.0 * root * speed_t, cap) * v_t / speed_t if speed_t > 0 else np.zeros(3)
+    else:
+        xi_t = np.asarray(spring, np.float64)
+        xi_t = xi_t - (xi_t @ normal) * normal + v_t * dt
+        f_t = -k_t * xi_t - g_t * v_t
+        magnitude = float(np.linalg.norm(f_t))
+        if magnitude > cap:
+            f_t = f_t * (cap / magnitude)
+            xi_t = -(f_t + g_t * v_t) / k_t
     torque_i = np.zeros(3)
     torque_j = np.zeros(3)
     xi_r = np.zeros(3)

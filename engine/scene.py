@@ -151,7 +151,8 @@ def setup_from_arrays(*, positions: np.ndarray, radius: np.ndarray, velocities: 
                       fields: tuple[ForceField, ...] = (), dt: float | None = None, substeps: int | None = None,
                       stiffness: float | None = None, fps: float = 24.0, rebuild_interval: int = 10,
                       seed: int = 0, name: str = "scene", frames: int = 10,
-                      colliders=None, friction_model: str = "spring") -> SceneSetup:
+                      colliders=None, friction_model: str = "spring", rotation: bool = True,
+                      integrator: str = "verlet") -> SceneSetup:
     """Build a scene from particle arrays.
 
     Args:
@@ -174,6 +175,8 @@ def setup_from_arrays(*, positions: np.ndarray, radius: np.ndarray, velocities: 
         frames: Default frame count.
         friction_model: 'spring' (static friction) or 'damper' (history-free); both run on every
             backend, against mesh colliders too.
+        rotation: Grains rotate (False: the paper's non-rotating model).
+        integrator: 'verlet' (velocity Verlet) or 'euler' (the paper's semi-implicit Euler).
         colliders: Triangle-mesh colliders (``engine.colliders.ColliderSet``) or None; their surface
             speed counts as an impact speed when dt and stiffness are 'auto'.
 
@@ -202,7 +205,7 @@ def setup_from_arrays(*, positions: np.ndarray, radius: np.ndarray, velocities: 
                       stiffness=choice.stiffness, dt=choice.dt, steps_per_frame=choice.steps_per_frame,
                       fps=float(fps), rebuild_interval=int(rebuild_interval),
                       speed_limit=SPEED_LIMIT_FACTOR * worst + 1.0, seed=int(seed),
-                      friction_model=friction_model)
+                      friction_model=friction_model, rotation=bool(rotation), integrator=integrator)
     model = build_model(radius, physics, material_index=material_index, object_id=object_id, colliders=colliders)
     return SceneSetup(model=model, state=state, name=name, frames=frames, notes=choice.notes, time_step=choice)
 
@@ -342,7 +345,8 @@ def setup_from_preset(preset: Preset, *, particles: int | None = None,
         object_id = np.concatenate([x[3] for x in parts])
         material_index = np.concatenate([x[4] for x in parts])
     domain = Domain(lo=preset.domain_lo, hi=preset.domain_hi, open_sides=preset.open_sides,
-                    wall_restitution=preset.wall_restitution, wall_friction=preset.wall_friction)
+                    wall_restitution=preset.wall_restitution, wall_friction=preset.wall_friction,
+                    wall_rolling_friction=preset.wall_rolling_friction, wall_cohesion=preset.wall_cohesion)
     gravity = Gravity(vector=preset.gravity, rotation_axis=preset.gravity_axis, rotation_rate=preset.gravity_rate)
     fields = tuple(ForceField(**f) for f in preset.fields)
     colliders = colliders_from_specs(preset.colliders)
@@ -351,4 +355,5 @@ def setup_from_preset(preset: Preset, *, particles: int | None = None,
                              domain=domain, gravity=gravity, fields=fields, dt=preset.dt,
                              substeps=preset.substeps, stiffness=preset.stiffness, fps=preset.fps,
                              rebuild_interval=preset.rebuild_interval, seed=preset.seed, name=preset.name,
-                             frames=preset.frames, colliders=colliders, friction_model=preset.friction_model)
+                             frames=preset.frames, colliders=colliders, friction_model=preset.friction_model,
+                             rotation=preset.rotation, integrator=preset.integrator)
