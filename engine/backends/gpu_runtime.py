@@ -238,17 +238,31 @@ def law_flags(physics) -> dict[str, int]:
             "cohesion_model": int(bool((tables["cohesion"] > 0).any() or (tables["wall_cohesion"] > 0).any()))}
 
 
-def check_bodies(model) -> None:
-    """Refuse glued (bonded) and rigid (clumped) bodies, which the GPU kernels do not simulate yet.
+def _holds_bonds(owner) -> bool:
+    """True when ``owner`` (a Model or State) has an attribute named bond* with intact bonds: a non-empty
+    list, or a per-particle or per-bond array with a non-zero entry (all-broken bonds leave plain grains)."""
+    for name in dir(owner):
+        if not name.startswith("bond") or name.startswith("__"):
+            continue
+        value = getattr(owner, name)
+        if isinstance(value, np.ndarray):
+            if value.size and np.any(value != 0):
+                return True
+        elif isinstance(value, (list, tuple)) and len(value) > 0:
+            return True
+    return False
+
+
+def check_bodies(model, state=None) -> None:
+    """Refuse glued (bonded) and rigid (clumped) bodies, which the GPU kernels do not simulate yet: a
+    model with a clump index ≥ 0 (``Model.clump``) or intact bonds in the model or the state.
 
     Raises:
-        MochiError: The model has bonds or clumps.
+        MochiError: The scene has glued or rigid bodies.
     """
     clump = getattr(model, "clump", None)
-    bonds = getattr(model, "bonds", None)
     has_clumps = clump is not None and bool(np.any(np.asarray(clump) >= 0))
-    has_bonds = bonds is not None and len(bonds) > 0
-    if has_clumps or has_bonds:
+    if has_clumps or _holds_bonds(model) or (state is not None and _holds_bonds(state)):
         raise MochiError("The GPU backends do not simulate glued or rigid bodies yet; bake this scene with "
                          "the CPU backend or set its objects' body to Loose.")
 
@@ -452,7 +466,12 @@ class DeviceParticles:
         self._fill_params(**grid_fields(cell_size, grid_bits))
 
     def upload(self, state: State) -> None:
-        """Copy ``state`` to the device in model order (slot k = particle k); synchronous."""
+        """Copy ``state`` to the device in model order (slot k = particle k); synchronous.
+
+        Raises:
+            MochiError: The state has intact bonds (``check_bodies``).
+        """
+        check_bodies(self.model, state)
         cp = self.cp
         m = self.model
         n = self.particle_count

@@ -213,12 +213,22 @@ def test_backend_resumes_from_its_history_bit_for_bit(host_backend, rng):
 
 
 def test_backends_refuse_bodies_they_cannot_simulate(host_backend, rng):
-    """Glued or rigid bodies (bonds, clumps) are refused in one sentence rather than baked wrong."""
-    model, _ = _stirred(rng, "verlet")
-    clumped = types.SimpleNamespace(**{f: getattr(model, f) for f in model.__dataclass_fields__},
-                                    clump=np.zeros(model.particle_count, np.int32))
+    """Glued or rigid bodies (intact bonds, clumps) are refused in one sentence rather than baked wrong;
+    bonds that are all broken leave plain grains, which run."""
+    import dataclasses
+
+    model, state = _stirred(rng, "verlet")
+    n = model.particle_count
+    fields = {f: getattr(model, f) for f in model.__dataclass_fields__}
     with pytest.raises(MochiError, match="glued or rigid"):
-        gpu_runtime.check_bodies(clumped)
+        gpu_runtime.check_bodies(types.SimpleNamespace(**fields, clump=np.zeros(n, np.int32)))
+    gpu_runtime.check_bodies(types.SimpleNamespace(**fields, clump=np.full(n, -1, np.int32)))
+    glued = types.SimpleNamespace(**vars(state.copy()), bonds=np.zeros(n, np.uint8))
+    glued.bonds[3] = 2
+    gpu = host_backend(model)
+    with pytest.raises(MochiError, match="glued or rigid"):
+        gpu.set_state(glued)
+    glued.bonds[:] = 0
+    gpu.set_state(glued)
     with pytest.raises(MochiError, match="integrators"):
-        host_backend(type(model)(**{**{f: getattr(model, f) for f in model.__dataclass_fields__},
-                                    "physics": __import__("dataclasses").replace(model.physics, integrator="rk4")}))
+        host_backend(type(model)(**{**fields, "physics": dataclasses.replace(model.physics, integrator="rk4")}))
