@@ -3,8 +3,8 @@
 Frame 1 is the initial state; frame f is the state after (f − 1) × steps_per_frame steps. Every frame
 holds the vertex properties of ``FRAME_PROPERTIES`` (float32 x y z radius vx vy vz, int32 id and
 object_id, uint8 material and active, float32 angular velocity wx wy wz [rad/s] and orientation
-quaternion qw qx qy qz), in particle order. Format version 1 (before rotation) lacks the last seven;
-it still loads, with ω = 0 and q = identity. Frames and the manifest are written
+quaternion qw qx qy qz, uint8 bonds: intact glue bonds per particle), in particle order. Format
+version 1 (before rotation) lacks the last eight; it still loads, with ω = 0, q = identity, bonds 0. Frames and the manifest are written
 atomically (temporary file, then rename), and the manifest is updated only after its frame is on
 disk, so ``frames_completed`` always names frames that are complete. The manifest also stores the
 resolved physics, so a bake resumes from the cache alone (see ``load_resume``).
@@ -42,7 +42,7 @@ FRAME_PATTERN = "frame_{frame:04d}.ply"
 #: Tangential-spring history of the newest frames, needed for a bit-exact resume (not for playback).
 HISTORY_FOLDER = ".resume"
 FRAME_PROPERTIES_V1 = ("x", "y", "z", "radius", "vx", "vy", "vz", "id", "object_id", "material", "active")
-ROTATION_PROPERTIES = ("wx", "wy", "wz", "qw", "qx", "qy", "qz")
+ROTATION_PROPERTIES = ("wx", "wy", "wz", "qw", "qx", "qy", "qz", "bonds")
 FRAME_PROPERTIES = FRAME_PROPERTIES_V1 + ROTATION_PROPERTIES
 
 
@@ -58,7 +58,7 @@ def frame_columns(model: Model, state: State) -> dict[str, np.ndarray]:
             "vx": v[:, 0], "vy": v[:, 1], "vz": v[:, 2], "id": model.particle_id,
             "object_id": model.object_id, "material": model.material_index.astype(np.uint8),
             "active": state.active, "wx": w[:, 0], "wy": w[:, 1], "wz": w[:, 2],
-            "qw": q[:, 0], "qx": q[:, 1], "qy": q[:, 2], "qz": q[:, 3]}
+            "qw": q[:, 0], "qx": q[:, 1], "qy": q[:, 2], "qz": q[:, 3], "bonds": state.bonds}
 
 
 def write_json_atomic(path: Path, data: dict) -> None:
@@ -210,7 +210,8 @@ def read_frame(folder: str | os.PathLike, frame: int) -> dict[str, np.ndarray]:
     if not all(name in columns for name in ROTATION_PROPERTIES):
         count = len(columns["x"])
         for name in ROTATION_PROPERTIES:
-            columns[name] = np.full(count, 1.0 if name == "qw" else 0.0, np.float32)
+            columns[name] = (np.zeros(count, np.uint8) if name == "bonds"
+                             else np.full(count, 1.0 if name == "qw" else 0.0, np.float32))
     return columns
 
 
@@ -233,8 +234,10 @@ def load_resume(folder: str | os.PathLike) -> tuple[Model, State, dict]:
         from .colliders import load_colliders  # only scenes with colliders need it
 
         colliders = load_colliders(folder)
+    # Glue bonds are made from the initial positions, as the bake made them.
     model = build_model(first["radius"], physics, material_index=first["material"].astype(np.int32),
-                        object_id=first["object_id"], particle_id=first["id"], colliders=colliders)
+                        object_id=first["object_id"], particle_id=first["id"], colliders=colliders,
+                        positions=np.stack([first["x"], first["y"], first["z"]], axis=1))
     last_frame = int(manifest["frames_completed"])
     last = first if last_frame == 1 else read_frame(folder, last_frame)
     for frame, columns in ((1, first), (last_frame, last)):

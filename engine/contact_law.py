@@ -52,7 +52,9 @@ area of the overlap's contact disc
     A      = π/4 (r_i + r_j − d)(d + r_i − r_j)(d − r_i + r_j)(d + r_i + r_j) / d²,   wall: π(2 r_i δ − δ²)
     f_n   ← f_n − c A
 
-The friction and rolling caps use f_n without the cohesive part (as LAMMPS/LIGGGHTS do).
+The friction and rolling caps use f_n without the cohesive part (as LAMMPS/LIGGGHTS do). With this
+linear spring the net normal force is (k − 2π R_eff c) δ + O(δ²), so cohesion binds only above
+c = k/(2π R_eff) (docs/physics.md).
 
 Pair properties come from the two materials: e, μ and μ_r are averaged, c is the smaller of the two. ``pair_tables`` precomputes β and
 μ for every material pair so kernels only do a table look-up.

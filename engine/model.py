@@ -102,6 +102,30 @@ class Gravity:
         return rotate(self.vector, self.rotation_axis, self.rotation_rate * time)
 
 
+#: How the grains packed from one source object move: each on its own, glued by breakable bonds, or
+#: as one rigid body.
+BODY_KINDS = ("loose", "glued", "rigid")
+
+
+@dataclass(frozen=True)
+class Body:
+    """How the grains of one source object hold together (issue 16 §4).
+
+    Attributes:
+        object_id: The source object (``Model.object_id``) this applies to.
+        kind: 'loose' (independent grains), 'glued' (bonds between touching grains, made once at the
+            start, that break under stress and stay broken) or 'rigid' (one rigid clump).
+        glue_strength: Stress σ_b at which a bond breaks, in tension or shear [Pa].
+        glue_stiffness: Bond normal stiffness per area k_bn [N/m³]; 0 picks k / A_b per bond, so a
+            bond is as stiff as a contact.
+    """
+
+    object_id: int = 0
+    kind: str = "loose"
+    glue_strength: float = 1.0e5
+    glue_stiffness: float = 0.0
+
+
 @dataclass(frozen=True)
 class Physics:
     """Every scalar setting of a simulation, resolved (no 'auto' left).
@@ -123,6 +147,7 @@ class Physics:
             friction, piles that stay) or 'damper' (history-free capped dashpot; creeps on slopes).
         rotation: Grains rotate (angular velocity, torques from tangential and rolling forces). False
             is the paper's non-rotating model (ω stays 0).
+        bodies: How source objects hold together (``Body``); objects not listed are loose.
         integrator: 'verlet' (velocity Verlet, the order of LAMMPS' fix nve/sphere) or 'euler' (the
             paper's semi-implicit Euler). ``rotation=False`` with 'euler' reproduces the paper's
             results bit for bit.
@@ -142,6 +167,7 @@ class Physics:
     friction_model: str = "spring"
     rotation: bool = True
     integrator: str = "verlet"
+    bodies: tuple[Body, ...] = ()
 
     def to_json(self) -> dict:
         """A JSON-safe dict that ``from_json`` turns back into the same ``Physics``."""
@@ -168,6 +194,7 @@ class Physics:
             grav["rotation_axis"] = tuple(grav["rotation_axis"])
         d["gravity"] = Gravity(**grav)
         d["fields"] = tuple(ForceField.from_json(f) for f in d["fields"])
+        d["bodies"] = tuple(Body(**b) for b in d.get("bodies", ()))
         return Physics(**d)
 
 
@@ -184,6 +211,7 @@ class Model:
         particle_id: Stable identity written to the cache, shape (particle_count,), int32.
         physics: Scalar settings.
         colliders: Triangle-mesh colliders (an ``engine.colliders.ColliderSet``) or None.
+        bonds: The glue bonds made at the start (an ``engine.bonds.Bonds``) or None.
     """
 
     radius: np.ndarray
@@ -193,6 +221,7 @@ class Model:
     particle_id: np.ndarray
     physics: Physics
     colliders: object | None = None
+    bonds: object | None = None
 
     @property
     def particle_count(self) -> int:
@@ -208,7 +237,7 @@ def particle_masses(radius: np.ndarray, material_index: np.ndarray,
 
 def build_model(radius: np.ndarray, physics: Physics, *, material_index: np.ndarray | None = None,
                 object_id: np.ndarray | None = None, particle_id: np.ndarray | None = None,
-                colliders: object | None = None) -> Model:
+                colliders: object | None = None, positions: np.ndarray | None = None) -> Model:
     """Validate per-particle arrays and assemble a ``Model``.
 
     Args:
@@ -217,6 +246,8 @@ def build_model(radius: np.ndarray, physics: Physics, *, material_index: np.ndar
         material_index: Per-particle material, default all 0.
         object_id: Per-particle source object, default all 0.
         particle_id: Per-particle identity, default 0..particle_count-1.
+        positions: Initial centres [m] (n, 3): the glue bonds of ``physics.bodies`` are made from them
+            (needed when a body is glued).
 
     Raises:
         MochiError: no particles, a radius that is not positive and finite, or a material index out
@@ -235,5 +266,17 @@ def build_model(radius: np.ndarray, physics: Physics, *, material_index: np.ndar
                          f"{len(physics.materials)} materials are defined.")
     obj = np.zeros(n, np.int32) if object_id is None else np.ascontiguousarray(object_id, np.int32)
     pid = np.arange(n, dtype=np.int32) if particle_id is None else np.ascontiguousarray(particle_id, np.int32)
+    bonds = None
+    if physics.bodies:
+        from .bonds import check_bodies, make_bonds
+
+        check_bodies(physics.bodies)
+        if any(b.kind == "rigid" for b in physics.bodies):
+            raise MochiError("Rigid bodies (clumps) are not available yet; use 'glued' or 'loose'.")
+        if positions is not None:
+            bonds = make_bonds(positions, radius, obj, physics.bodies, physics.stiffness)
+        elif any(b.kind == "glued" for b in physics.bodies):
+            raise MochiError("Glued bodies need the initial positions to make their bonds.")
     return Model(radius=radius, mass=particle_masses(radius, mat, physics.materials),
-                 material_index=mat, object_id=obj, particle_id=pid, physics=physics, colliders=colliders)
+                 material_index=mat, object_id=obj, particle_id=pid, physics=physics, colliders=colliders,
+                 bonds=bonds)

@@ -32,6 +32,8 @@ class EmitterSpec:
     kind 'file': particles from a PLY with x y z radius (optional vx vy vz).
     ``seed`` packs a mesh with its own seed (default: the scene's); ``pivot`` is the point a mesh's
     ``angular_velocity`` turns about (default: the centre of its packed spheres).
+    ``body`` says how its grains hold together: 'loose', 'glued' (bonds of ``glue_strength`` [Pa] and
+    ``glue_stiffness`` [N/m³], 0: as stiff as a contact) or 'rigid' (engine.model.Body).
     """
 
     kind: str
@@ -52,6 +54,9 @@ class EmitterSpec:
     copies: tuple[tuple[float, float, float], ...] = ((0.0, 0.0, 0.0),)
     seed: int | None = None
     pivot: tuple[float, float, float] | None = None
+    body: str = "loose"
+    glue_strength: float = 1.0e5
+    glue_stiffness: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -162,7 +167,7 @@ MATERIAL_KEYS = {"name", "density", "restitution", "friction", "rolling_friction
 FIELD_KEYS = {"type", "vector", "axis", "rate", "center", "strength", "core_radius", "path", "lo", "hi"}
 EMITTER_KEYS = {"type", "count", "lo", "hi", "radius", "material", "velocity", "angular_velocity",
                 "object_id", "path", "small_ratio", "shell", "fit", "center", "rotation", "copies", "seed",
-                "pivot"}
+                "pivot", "body", "glue_strength", "glue_stiffness"}
 
 
 def parse_preset(data: dict, source: str) -> Preset:
@@ -313,7 +318,10 @@ def _parse_emitter(c: _Checker, raw: Any, where: str, material_names: list[str],
         rotation=c.vector(e, where, "rotation", (0.0, 0.0, 0.0)),
         copies=copy_offsets,
         seed=c.number(e, where, "seed", None, low=0, integer=True),
-        pivot=c.vector(e, where, "pivot", None))
+        pivot=c.vector(e, where, "pivot", None),
+        body=c.string(e, where, "body", "loose", choices=("loose", "glued")),
+        glue_strength=c.number(e, where, "glue_strength", 1.0e5, low=0, low_open=True),
+        glue_stiffness=c.number(e, where, "glue_stiffness", 0.0, low=0))
 
 
 def read_preset_document(path: str | Path) -> dict:

@@ -26,6 +26,8 @@ class State:
         angular_velocities: ω [rad/s], shape (particle_count, 3), float32 (zero without rotation).
         orientations: Unit quaternions (w, x, y, z), shape (particle_count, 4), float32; identity at
             the start (the accumulated rotation a render applies to an instanced mesh).
+        bonds: Intact glue bonds of each particle, shape (particle_count,), uint8 (for renders that show
+            cracks; the bonds themselves are in the backend's contact history).
     """
 
     positions: np.ndarray
@@ -34,6 +36,7 @@ class State:
     step: int = 0
     angular_velocities: np.ndarray | None = None
     orientations: np.ndarray | None = None
+    bonds: np.ndarray | None = None
 
     def __post_init__(self):
         n = self.positions.shape[0]
@@ -41,6 +44,8 @@ class State:
             self.angular_velocities = np.zeros((n, 3), np.float32)
         if self.orientations is None:
             self.orientations = identity_orientations(n)
+        if self.bonds is None:
+            self.bonds = np.zeros(n, np.uint8)
 
     @property
     def particle_count(self) -> int:
@@ -48,7 +53,7 @@ class State:
 
     def copy(self) -> "State":
         return State(self.positions.copy(), self.velocities.copy(), self.active.copy(), self.step,
-                     self.angular_velocities.copy(), self.orientations.copy())
+                     self.angular_velocities.copy(), self.orientations.copy(), self.bonds.copy())
 
 
 def identity_orientations(count: int) -> np.ndarray:

@@ -14,7 +14,8 @@ or cohesion) runs the original kernels and keeps its bits; everything else runs 
 
 Per-particle arrays a reorder of the particles must permute together: the state's positions,
 velocities, active, angular_velocities and orientations; the model's per-particle arrays; and here
-``wall_hist``, ``wall_touch``, ``pos_ref``, ``acc`` and ``alpha`` (the Verlet accelerations).
+``wall_hist``, ``wall_touch``, ``pos_ref``, ``acc`` and ``alpha`` (the Verlet accelerations); glue bonds
+name particles by index (``model.bonds.pairs`` and ``bond_rows``), so a reorder must renumber them.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import numpy as np
 
 from . import cpu_kernels as k
 from .base import Backend, StepTimings
+from ..bonds import bond_rows, bonds_per_particle
 from ..contact_law import cohesion_tables, pair_tables, rolling_tables, wall_tables
 from ..errors import SimulationDiverged
 from ..fields import pack_fields, uniform_acceleration
@@ -129,8 +131,14 @@ class BackendCpu(Backend):
         self.cohesion, self.wall_cohesion = cohesion_tables(physics.materials, physics.domain.wall_cohesion)
         self.rolling = self.rotation and (bool(self.roll.any()) or bool(self.wall_roll.any()))
         # The paper's model runs the original kernels (its results keep their bits).
+        self.bonds = model.bonds if model.bonds is not None and model.bonds.count else None
         self.full = self.rotation or not self.euler or self.rolling or bool(self.cohesion.any()) \
-            or bool(self.wall_cohesion.any())
+            or bool(self.wall_cohesion.any()) or self.bonds is not None
+        if self.bonds is not None:
+            self.bond_start, self.bond_other, self.bond_index = bond_rows(self.bonds, n)
+            self.bond_shear = np.zeros((self.bonds.count, 3), np.float64)  # ξ_b [m]
+            self.bond_intact = np.ones(self.bonds.count, np.uint8)
+        self.bonded = np.zeros(0, np.uint8)  # per list entry: held by an intact bond
         if not self.rotation:
             self.roll[:] = 0.0
             self.wall_roll[:] = 0.0
@@ -168,6 +176,9 @@ class BackendCpu(Backend):
         self.acc[:] = 0.0
         self.alpha[:] = 0.0
         self.primed = False
+        if self.bonds is not None:
+            self.bond_shear[:] = 0.0
+            self.bond_intact[:] = 1
         if self.model.colliders is not None:
             self.model.colliders.reset_history()
 
@@ -184,6 +195,9 @@ class BackendCpu(Backend):
         if self.full and not self.euler and self.primed:
             history["acceleration"] = self.acc.copy()
             history["angular_acceleration"] = self.alpha.copy()
+        if self.bonds is not None:
+            history["bond_shear"] = self.bond_shear.copy()
+            history["bond_intact"] = self.bond_intact.copy()
         if self.model.colliders is not None:
             history.update(self.model.colliders.get_history())
         return history
@@ -202,6 +216,9 @@ class BackendCpu(Backend):
             pair[:, 3:] = history["pair_rolling"][order]
             self.wall_hist[:, :, 3:] = history["wall_rolling"]
         self._restored = (start, history["pair_j"][order].astype(np.int32), pair)
+        if self.bonds is not None and "bond_intact" in history:
+            self.bond_shear[:] = history["bond_shear"]
+            self.bond_intact[:] = history["bond_intact"]
         if "acceleration" in history:
             self.acc[:] = history["acceleration"]
             self.alpha[:] = history["angular_acceleration"]
@@ -214,6 +231,8 @@ class BackendCpu(Backend):
     def get_state(self) -> State:
         state = self.state.copy()
         state.positions = local_to_world(self.state.positions, self.origin)
+        if self.bonds is not None:
+            state.bonds = bonds_per_particle(self.bonds, self.bond_intact, self.model.particle_count)
         return state
 
     def begin_frame(self) -> None:
@@ -258,6 +277,10 @@ class BackendCpu(Backend):
             if self.full:
                 self.pair_torque = np.zeros((self.pair_force.shape[0], 6), np.float64)
         self.hist = np.zeros((count, 6), np.float64)
+        self.bonded = np.zeros(count, np.uint8)
+        if self.bonds is not None:
+            k.mark_bonded(self.neighbors.nbr_start, self.neighbors.nbr_j, self.bond_start, self.bond_other,
+                          self.bond_index, self.bond_intact, self.bonded)
         if self.keep_hist and old_j.shape[0]:
             k.remap_history6(old_start, old_j, old_hist, self.neighbors.nbr_start, self.neighbors.nbr_j, self.hist)
         self.pos_ref[:] = s.positions
@@ -342,9 +365,15 @@ class BackendCpu(Backend):
         k.pair_forces_full(s.positions, s.velocities, s.angular_velocities, m.radius, m.mass, m.material_index,
                            s.active, nb.nbr_start, nb.nbr_j, self.beta, self.mu, self.roll, self.cohesion,
                            float(physics.stiffness), self.spring, dt_history, self.hist, self.pair_force,
-                           self.pair_torque, self.force, self.torque)
+                           self.pair_torque, self.force, self.torque, self.bonded)
         k.gather_reactions(self.force, self.pair_force, nb.rev_start, nb.rev_pair)
         k.gather_torques(self.torque, self.pair_torque, nb.rev_start, nb.rev_pair)
+        if self.bonds is not None:
+            b = self.bonds
+            if k.bond_forces(s.positions, s.velocities, s.angular_velocities, m.radius, m.mass, m.material_index,
+                             s.active, self.beta, b.pairs, b.rest, b.area, b.stiffness, b.strength, self.bond_shear,
+                             self.bond_intact, dt_history, self.force, self.torque):
+                self.needs_build = True  # a broken bond's pair collides from the next step on
         if m.colliders is not None:
             c0 = time.perf_counter()
             m.colliders.add_forces(time_s, s.positions, s.velocities, m.radius, m.mass, m.material_index, s.active,

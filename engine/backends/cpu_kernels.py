@@ -588,12 +588,13 @@ def _contact_full(nx, ny, nz, overlap, dvx, dvy, dvz, wix, wiy, wiz, wjx, wjy, w
 @njit(parallel=True, **KERNEL_OPTIONS)
 def pair_forces_full(pos, vel, omega, radius, mass, material, active, nbr_start, nbr_j, beta_table, mu_table,
                      roll_table, cohesion_table, stiffness, spring, dt, hist, pair_force, pair_torque, force,
-                     torque):
+                     torque, bonded):
     """``pair_forces`` with rotation, rolling resistance and cohesion.
 
     Writes per list entry the force on i (``pair_force`` (P, 3)) and the torques on i and on j
     (``pair_torque`` (P, 6)), and the sums of a row's own entries to ``force[i]``/``torque[i]`` (n, 3).
-    ``hist`` (P, 6): ξ then ξ_r of each entry [m], reset when the pair separates.
+    ``hist`` (P, 6): ξ then ξ_r of each entry [m], reset when the pair separates. Entries flagged in
+    ``bonded`` (P,) are held by an intact glue bond: no contact (``bond_forces`` acts instead).
     """
     for i in prange(pos.shape[0]):
         fx_sum = fy_sum = fz_sum = 0.0
@@ -613,7 +614,7 @@ def pair_forces_full(pos, vel, omega, radius, mass, material, active, nbr_start,
             rj = np.float64(radius[j])
             reach = ri + rj
             d2 = dx * dx + dy * dy + dz * dz
-            if d2 > reach * reach:
+            if d2 > reach * reach or bonded[p]:
                 for a in range(6):
                     hist[p, a] = 0.0
                 continue
@@ -854,3 +855,106 @@ def remap_history6(old_start, old_j, old_hist, new_start, new_j, new_hist):
                         for a in range(3, 6):
                             new_hist[p, a] = old_hist[q, a]
                         break
+
+
+# --- glue bonds (engine.bonds) -------------------------------------------------------------------------
+
+
+@njit(parallel=True, **KERNEL_OPTIONS)
+def mark_bonded(nbr_start, nbr_j, bond_start, bond_other, bond_index, intact, bonded):
+    """bonded[p] = 1 where list entry p is a pair held by an intact bond (its contact is skipped)."""
+    for i in prange(nbr_start.shape[0] - 1):
+        for p in range(nbr_start[i], nbr_start[i + 1]):
+            j = nbr_j[p]
+            bonded[p] = 0
+            for q in range(bond_start[i], bond_start[i + 1]):
+                if bond_other[q] == j and intact[bond_index[q]]:
+                    bonded[p] = 1
+                    break
+
+
+@njit(**KERNEL_OPTIONS)
+def bond_forces(pos, vel, omega, radius, mass, material, active, beta_table, pairs, rest, area, stiffness,
+                strength, shear, intact, dt, force, torque):
+    """Add the force and torque of every intact bond to ``force``/``torque`` (n, 3); one thread, in bond
+    order, so sums never depend on the thread count. ``shear`` (B, 3) ξ_b [m] and ``intact`` (B,) uint8
+    are updated; a bond stressed beyond its strength breaks (ξ_b = 0) and exerts nothing.
+
+    Returns:
+        Number of bonds broken in this call.
+    """
+    broken = 0
+    for b in range(pairs.shape[0]):
+        if intact[b] == 0:
+            continue
+        i = pairs[b, 0]
+        j = pairs[b, 1]
+        if active[i] == 0 or active[j] == 0:
+            continue
+        dx = np.float64(pos[i, 0]) - pos[j, 0]
+        dy = np.float64(pos[i, 1]) - pos[j, 1]
+        dz = np.float64(pos[i, 2]) - pos[j, 2]
+        dist = math.sqrt(dx * dx + dy * dy + dz * dz)
+        if dist > 0.0:
+            nx, ny, nz = dx / dist, dy / dist, dz / dist
+        else:
+            nx, ny, nz = 1.0, 0.0, 0.0
+        ri = np.float64(radius[i])
+        rj = np.float64(radius[j])
+        overlap = ri + rj - dist
+        arm_i = ri - 0.5 * overlap
+        arm_j = rj - 0.5 * overlap
+        mi = np.float64(mass[i])
+        mj = np.float64(mass[j])
+        m_eff = mi * mj / (mi + mj)
+        k_n = stiffness[b] * area[b]
+        k_t = TANGENTIAL_STIFFNESS_RATIO * k_n
+        stretch = dist - rest[b]
+        dvx = np.float64(vel[i, 0]) - vel[j, 0]
+        dvy = np.float64(vel[i, 1]) - vel[j, 1]
+        dvz = np.float64(vel[i, 2]) - vel[j, 2]
+        v_n = dvx * nx + dvy * ny + dvz * nz
+        ax = arm_i * omega[i, 0] + arm_j * omega[j, 0]
+        ay = arm_i * omega[i, 1] + arm_j * omega[j, 1]
+        az = arm_i * omega[i, 2] + arm_j * omega[j, 2]
+        cvx = dvx - (ay * nz - az * ny)
+        cvy = dvy - (az * nx - ax * nz)
+        cvz = dvz - (ax * ny - ay * nx)
+        c_n = cvx * nx + cvy * ny + cvz * nz
+        tx, ty, tz = cvx - c_n * nx, cvy - c_n * ny, cvz - c_n * nz
+        sx, sy, sz = shear[b, 0], shear[b, 1], shear[b, 2]
+        along = sx * nx + sy * ny + sz * nz
+        sx = sx - along * nx + tx * dt
+        sy = sy - along * ny + ty * dt
+        sz = sz - along * nz + tz * dt
+        ftx, fty, ftz = -k_t * sx, -k_t * sy, -k_t * sz
+        shear_stress = math.sqrt(ftx * ftx + fty * fty + ftz * ftz) / area[b]
+        if stiffness[b] * stretch > strength[b] or shear_stress > strength[b]:
+            intact[b] = 0
+            shear[b, 0] = 0.0
+            shear[b, 1] = 0.0
+            shear[b, 2] = 0.0
+            broken += 1
+            continue
+        shear[b, 0] = sx
+        shear[b, 1] = sy
+        shear[b, 2] = sz
+        beta = beta_table[material[i], material[j]]
+        f_n = -k_n * stretch - 2.0 * beta * math.sqrt(m_eff * k_n) * v_n
+        fx, fy, fz = f_n * nx + ftx, f_n * ny + fty, f_n * nz + ftz
+        force[i, 0] += fx
+        force[i, 1] += fy
+        force[i, 2] += fz
+        force[j, 0] -= fx
+        force[j, 1] -= fy
+        force[j, 2] -= fz
+        cx = ny * ftz - nz * fty
+        cy = nz * ftx - nx * ftz
+        cz = nx * fty - ny * ftx
+        torque[i, 0] -= arm_i * cx
+        torque[i, 1] -= arm_i * cy
+        torque[i, 2] -= arm_i * cz
+        torque[j, 0] -= arm_j * cx
+        torque[j, 1] -= arm_j * cy
+        torque[j, 2] -= arm_j * cz
+    return broken

@@ -61,7 +61,7 @@ def _as_version_1(folder):
         write_points(frame_path(folder, frame), {name: columns[name] for name in FRAME_PROPERTIES_V1})
         manifest["file_digests"][frame_path(folder, frame).name] = file_digest(frame_path(folder, frame))
     physics = manifest["physics"]
-    for key in ("rotation", "integrator"):
+    for key in ("rotation", "integrator", "bodies"):
         del physics[key]
     for material in physics["materials"]:
         del material["rolling_friction"], material["cohesion"]
