@@ -238,31 +238,17 @@ def law_flags(physics) -> dict[str, int]:
             "cohesion_model": int(bool((tables["cohesion"] > 0).any() or (tables["wall_cohesion"] > 0).any()))}
 
 
-def _holds_bonds(owner) -> bool:
-    """True when ``owner`` (a Model or State) has an attribute named bond* with intact bonds: a non-empty
-    list, or a per-particle or per-bond array with a non-zero entry (all-broken bonds leave plain grains)."""
-    for name in dir(owner):
-        if not name.startswith("bond") or name.startswith("__"):
-            continue
-        value = getattr(owner, name)
-        if isinstance(value, np.ndarray):
-            if value.size and np.any(value != 0):
-                return True
-        elif isinstance(value, (list, tuple)) and len(value) > 0:
-            return True
-    return False
-
-
-def check_bodies(model, state=None) -> None:
+def check_bodies(model) -> None:
     """Refuse glued (bonded) and rigid (clumped) bodies, which the GPU kernels do not simulate yet: a
-    model with a clump index ≥ 0 (``Model.clump``) or intact bonds in the model or the state.
+    model with glue bonds (``Model.bonds``) or a clump index ≥ 0.
 
     Raises:
         MochiError: The scene has glued or rigid bodies.
     """
     clump = getattr(model, "clump", None)
     has_clumps = clump is not None and bool(np.any(np.asarray(clump) >= 0))
-    if has_clumps or _holds_bonds(model) or (state is not None and _holds_bonds(state)):
+    bonds = getattr(model, "bonds", None)
+    if has_clumps or (bonds is not None and bonds.count > 0):
         raise MochiError("The GPU backends do not simulate glued or rigid bodies yet; bake this scene with "
                          "the CPU backend or set its objects' body to Loose.")
 
@@ -466,12 +452,7 @@ class DeviceParticles:
         self._fill_params(**grid_fields(cell_size, grid_bits))
 
     def upload(self, state: State) -> None:
-        """Copy ``state`` to the device in model order (slot k = particle k); synchronous.
-
-        Raises:
-            MochiError: The state has intact bonds (``check_bodies``).
-        """
-        check_bodies(self.model, state)
+        """Copy ``state`` to the device in model order (slot k = particle k); synchronous."""
         cp = self.cp
         m = self.model
         n = self.particle_count

@@ -213,22 +213,19 @@ def test_backend_resumes_from_its_history_bit_for_bit(host_backend, rng):
 
 
 def test_backends_refuse_bodies_they_cannot_simulate(host_backend, rng):
-    """Glued or rigid bodies (intact bonds, clumps) are refused in one sentence rather than baked wrong;
-    bonds that are all broken leave plain grains, which run."""
+    """Glued bodies (glue bonds) are refused in one sentence rather than baked wrong; a model whose
+    glued objects made no bond runs."""
     import dataclasses
 
+    from engine.model import Body, build_model
+
     model, state = _stirred(rng, "verlet")
-    n = model.particle_count
-    fields = {f: getattr(model, f) for f in model.__dataclass_fields__}
+    glued = dataclasses.replace(model.physics, bodies=(Body(object_id=0, kind="glued"),))
+    bonded = build_model(model.radius, glued, positions=state.positions)
+    assert bonded.bonds is not None and bonded.bonds.count > 0
     with pytest.raises(MochiError, match="glued or rigid"):
-        gpu_runtime.check_bodies(types.SimpleNamespace(**fields, clump=np.zeros(n, np.int32)))
-    gpu_runtime.check_bodies(types.SimpleNamespace(**fields, clump=np.full(n, -1, np.int32)))
-    glued = types.SimpleNamespace(**vars(state.copy()), bonds=np.zeros(n, np.uint8))
-    glued.bonds[3] = 2
-    gpu = host_backend(model)
-    with pytest.raises(MochiError, match="glued or rigid"):
-        gpu.set_state(glued)
-    glued.bonds[:] = 0
-    gpu.set_state(glued)
+        host_backend(bonded)
+    apart = build_model(model.radius, glued, positions=state.positions * 10.0)  # no two grains within reach
+    host_backend(apart).set_state(make_state(state.positions * 10.0))
     with pytest.raises(MochiError, match="integrators"):
-        host_backend(type(model)(**{**fields, "physics": dataclasses.replace(model.physics, integrator="rk4")}))
+        host_backend(build_model(model.radius, dataclasses.replace(model.physics, integrator="rk4")))
