@@ -218,7 +218,7 @@ __device__ __forceinline__ double dem_wall_contact_area(double r, double overlap
 
 // True when a contact needs the rotating law (issue 16) rather than the paper's dem_contact.
 __device__ __forceinline__ bool dem_rotating_law(const DemParams& P) {
-    return P.rotation || P.rolling_model || P.cohesion_model;
+    return P.rotation || P.rolling_model || P.cohesion_model || P.bond_count > 0;
 }
 
 // Angular velocity of slot i [rad/s], zero without rotation.
@@ -400,6 +400,96 @@ __device__ __forceinline__ void dem_history_keep(const DemParams& P, DemHistoryW
 __device__ __forceinline__ void dem_history_close(DemHistoryWriter& w) {
     if (w.row != nullptr && w.count < DEM_SPRING_SLOTS) {
         w.row[w.count] = make_float4(0.0f, 0.0f, 0.0f, __int_as_float(-1));
+    }
+}
+
+// True when model indices a and b are held by a glue bond that was intact at the start of the step
+// (half `parity` of DemParams::bond_state): their contact is skipped, the bond acts instead.
+__device__ __forceinline__ bool dem_bonded(const DemParams& P, int parity, int a, int b) {
+    if (P.bond_count == 0) return false;
+    for (int q = P.bond_start[a]; q < P.bond_start[a + 1]; ++q) {
+        if (P.bond_other[q] == b) return P.bond_state[(size_t)parity * P.bond_count + P.bond_index[q]].w != 0.0f;
+    }
+    return false;
+}
+
+// Force [N] and torque [N m] that the glue bonds of the grain with model index `model` put on it (added
+// to f and t), as engine/backends/cpu_kernels.bond_forces evaluates each bond, in double:
+//   force on i = −k_bn A_b (d − d0) n − 2β sqrt(m_eff k_bn A_b) v_n n − k_bt A_b ξ_b,  k_bt = 2/7 k_bn,
+//   ξ_b ← ξ_b − (ξ_b·n) n + v_t dt (v_t the slip of the contact point, ω included), torques as a contact's;
+// a bond whose tensile stress k_bn (d − d0) or shear stress k_bt |ξ_b| exceeds σ_b breaks for good and
+// exerts nothing. Both grains of a bond evaluate it from the same inputs in the pair's own order (the
+// same bits, opposite forces); grain i of the pair writes its state for the next step (half parity ^ 1),
+// inactive grains included, so every bond is written once per step.
+__device__ __forceinline__ void dem_bond_forces(const DemParams& P, int parity, int model, float3& f, float3& t) {
+    if (P.bond_count == 0) return;
+    const double dt = (double)*P.history_dt;
+    for (int q = P.bond_start[model]; q < P.bond_start[model + 1]; ++q) {
+        const int b = P.bond_index[q];
+        const int2 pair = P.bond_pairs[b];
+        const bool first = pair.x == model;
+        const float4 s = P.bond_state[(size_t)parity * P.bond_count + b];
+        float4* out = P.bond_state + (size_t)(parity ^ 1) * P.bond_count + b;
+        const int si = P.model_to_slot[pair.x], sj = P.model_to_slot[pair.y];
+        if (s.w == 0.0f || !(P.info[si] & DEM_INFO_ACTIVE) || !(P.info[sj] & DEM_INFO_ACTIVE)) {
+            if (first) *out = s;
+            continue;
+        }
+        const float4 pi = P.pos[si], pj = P.pos[sj], vi = P.vel[si], vj = P.vel[sj];
+        const double dx = (double)pi.x - (double)pj.x, dy = (double)pi.y - (double)pj.y, dz = (double)pi.z - (double)pj.z;
+        const double dist = sqrt(dx * dx + dy * dy + dz * dz);
+        double nx = 1.0, ny = 0.0, nz = 0.0;
+        if (dist > 0.0) {
+            nx = dx / dist;
+            ny = dy / dist;
+            nz = dz / dist;
+        }
+        const double* props = P.bond_props + 4 * (size_t)b;
+        const double ri = (double)pi.w, rj = (double)pj.w;
+        const double overlap = ri + rj - dist;
+        const double arm_i = ri - 0.5 * overlap, arm_j = rj - 0.5 * overlap;
+        const double mi = (double)vi.w, mj = (double)vj.w;
+        const double m_eff = mi * mj / (mi + mj);
+        const double k_n = props[2] * props[1];
+        const double k_t = (double)P.tangential_ratio * k_n;
+        const double stretch = dist - props[0];
+        const double dvx = (double)vi.x - (double)vj.x, dvy = (double)vi.y - (double)vj.y, dvz = (double)vi.z - (double)vj.z;
+        const double v_n = dvx * nx + dvy * ny + dvz * nz;
+        double wix = 0.0, wiy = 0.0, wiz = 0.0, wjx = 0.0, wjy = 0.0, wjz = 0.0;
+        if (P.rotation) {
+            const float4 wi = P.omega[si], wj = P.omega[sj];
+            wix = wi.x; wiy = wi.y; wiz = wi.z;
+            wjx = wj.x; wjy = wj.y; wjz = wj.z;
+        }
+        const double ax = arm_i * wix + arm_j * wjx, ay = arm_i * wiy + arm_j * wjy, az = arm_i * wiz + arm_j * wjz;
+        const double cvx = dvx - (ay * nz - az * ny), cvy = dvy - (az * nx - ax * nz), cvz = dvz - (ax * ny - ay * nx);
+        const double c_n = cvx * nx + cvy * ny + cvz * nz;
+        const double tx = cvx - c_n * nx, ty = cvy - c_n * ny, tz = cvz - c_n * nz;
+        double sx = s.x, sy = s.y, sz = s.z;
+        const double along = sx * nx + sy * ny + sz * nz;
+        sx = sx - along * nx + tx * dt;
+        sy = sy - along * ny + ty * dt;
+        sz = sz - along * nz + tz * dt;
+        const double ftx = -k_t * sx, fty = -k_t * sy, ftz = -k_t * sz;
+        const double shear_stress = sqrt(ftx * ftx + fty * fty + ftz * ftz) / props[1];
+        if (props[2] * stretch > props[3] || shear_stress > props[3]) {
+            if (first) *out = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            continue;
+        }
+        if (first) *out = make_float4((float)sx, (float)sy, (float)sz, 1.0f);
+        const int mat_i = (int)(P.info[si] >> DEM_INFO_MATERIAL_SHIFT), mat_j = (int)(P.info[sj] >> DEM_INFO_MATERIAL_SHIFT);
+        const double beta = (double)P.beta[mat_i * P.material_count + mat_j];
+        const double f_n = -k_n * stretch - 2.0 * beta * sqrt(m_eff * k_n) * v_n;
+        const double sign = first ? 1.0 : -1.0;
+        f.x += (float)(sign * (f_n * nx + ftx));
+        f.y += (float)(sign * (f_n * ny + fty));
+        f.z += (float)(sign * (f_n * nz + ftz));
+        if (P.rotation) {
+            const double arm = first ? arm_i : arm_j;
+            t.x -= (float)(arm * (ny * ftz - nz * fty));
+            t.y -= (float)(arm * (nz * ftx - nx * ftz));
+            t.z -= (float)(arm * (nx * fty - ny * ftx));
+        }
     }
 }
 

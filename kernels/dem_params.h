@@ -84,10 +84,20 @@ struct DemParams {
     const float* wall_cohesion;    // (M,) [Pa]
     const float* history_dt;    // (1,) time step of the histories' update in this pass [s]: dt, or 0 in the
                                 // pass that primes velocity Verlet's accelerations (as the CPU backend)
+    // Glue bonds (engine.bonds; parallel bonds that break for good), by model index like the springs.
+    const int* model_to_slot;   // (n,) slot of every model index (the inverse of slot_to_model)
+    const int* bond_start;      // (n + 1,) each model index's entries in bond_other and bond_index
+    const int* bond_other;      // (2B,) the other grain (model index) of each entry (engine.bonds.bond_rows)
+    const int* bond_index;      // (2B,) the bond of each entry
+    const int2* bond_pairs;     // (B,) (i, j) model indices, i < j (engine.bonds.Bonds.pairs)
+    const double* bond_props;   // (B, 4) rest length d0 [m], area A_b [m²], k_bn [N/m³], strength σ_b [Pa]
+    float4* bond_state;         // (2, B) shear ξ_b [m] as seen from pair i in xyz, w = 1 intact, 0 broken; a
+                                // step reads half *spring_parity, and grain i of each pair writes the other
     int rotation;               // 1: grains rotate (torques, ω, orientations); 0: the paper's model
     int integrator;             // DEM_INTEGRATOR_EULER or DEM_INTEGRATOR_VERLET
     int rolling_model;          // 1: some pair or wall has rolling friction (rolling history kept)
     int cohesion_model;         // 1: some pair or wall has cohesion
+    int bond_count;             // B, 0 without glue bonds
 };
 
 // OptiX launch parameters (kernels/optix_dem.cu, pipelineLaunchParamsVariableName "params").

@@ -71,7 +71,7 @@ __device__ __forceinline__ void grid_forces_rotating(const DemParams& P, const u
     const unsigned int info_i = P.info[i];
     const int model_i = P.slot_to_model[i];
     const bool rows = dem_pair_rows(P);
-    const int parity = rows ? *P.spring_parity : 0;
+    const int parity = (rows || P.bond_count > 0) ? *P.spring_parity : 0;
     DemHistoryWriter kept = dem_history_writer(P, parity ^ 1, model_i);
     float3 sum = make_float3(0.0f, 0.0f, 0.0f);
     float3 torque = make_float3(0.0f, 0.0f, 0.0f);
@@ -80,6 +80,7 @@ __device__ __forceinline__ void grid_forces_rotating(const DemParams& P, const u
         const float4 vi = P.vel[i];
         grid_for_each_contact(P, start, sorted, pos_sorted, i, pi, [&](int j, float4 pj, const DemPair& pair) {
             const int model_j = P.slot_to_model[j];
+            if (dem_bonded(P, parity, model_i, model_j)) return;  // the glue bond acts instead
             const float tie = model_i < model_j ? 1.0f : -1.0f;
             const bool owner = dem_owns(model_i, pi.w, model_j, pj.w);
             float3 spring = make_float3(0.0f, 0.0f, 0.0f), rolling = make_float3(0.0f, 0.0f, 0.0f);
@@ -98,6 +99,7 @@ __device__ __forceinline__ void grid_forces_rotating(const DemParams& P, const u
             torque.z += tau.z;
         });
     }
+    dem_bond_forces(P, parity, model_i, sum, torque);  // after the contacts, as the CPU adds them
     dem_history_close(kept);
     P.force[i] = make_float4(sum.x, sum.y, sum.z, 0.0f);
     if (P.rotation) P.torque[i] = make_float4(torque.x, torque.y, torque.z, 0.0f);

@@ -65,9 +65,11 @@ __device__ __forceinline__ void optix_dem_add(float4* out4, float3 v) {
 __device__ __forceinline__ void optix_dem_rotating(const DemParams& P, int i) {
     const int model_i = P.slot_to_model[i];
     const bool rows = dem_pair_rows(P);
-    const int parity = rows ? *P.spring_parity : 0;
+    const int parity = (rows || P.bond_count > 0) ? *P.spring_parity : 0;
     DemHistoryWriter kept = dem_history_writer(P, parity ^ 1, model_i);
     if (!(P.info[i] & DEM_INFO_ACTIVE)) {
+        float3 none = make_float3(0.0f, 0.0f, 0.0f), no_torque = none;
+        dem_bond_forces(P, parity, model_i, none, no_torque);  // writes the states of the bonds it holds
         dem_history_close(kept);
         return;
     }
@@ -92,6 +94,7 @@ __device__ __forceinline__ void optix_dem_rotating(const DemParams& P, int i) {
             DemPair pair;
             dem_touch(pi, pj, pair);
             const int model_j = P.slot_to_model[j];
+            if (dem_bonded(P, parity, model_i, model_j)) continue;  // the glue bond acts instead
             const float tie = model_i < model_j ? 1.0f : -1.0f;
             float3 spring = make_float3(0.0f, 0.0f, 0.0f), rolling = make_float3(0.0f, 0.0f, 0.0f);
             if (rows) dem_pair_history(P, parity, model_i, model_j, true, spring, rolling);
@@ -114,6 +117,7 @@ __device__ __forceinline__ void optix_dem_rotating(const DemParams& P, int i) {
         }
         if (q.count > 0) q.after = q.slot[q.count - 1];
     } while (q.more);
+    dem_bond_forces(P, parity, model_i, sum, torque);  // both grains of a bond take their own share
     dem_history_close(kept);
     optix_dem_add(P.force + i, sum);
     if (P.rotation) optix_dem_add(P.torque + i, torque);

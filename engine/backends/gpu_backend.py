@@ -66,6 +66,7 @@ class BackendGpu(Backend):
         p = self.particles
         history = history_from_rows(p.get_springs() if p.rows_on else SpringRows.empty(p.particle_count))
         history.update(p.get_verlet())
+        history.update(p.get_bonds())
         if self.colliders is not None:
             history.update(self.colliders.get_history())
         return history
@@ -78,6 +79,7 @@ class BackendGpu(Backend):
         if p.rows_on:
             rows, self.springs_dropped = rows_from_history(history, self.model.radius)
             p.set_springs(rows)
+        p.set_bonds(history)  # after set_springs, which chose the half the next step reads
         p.set_verlet(history)
         if self.colliders is not None:
             self.colliders.set_history(history)

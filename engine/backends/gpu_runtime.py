@@ -57,9 +57,10 @@ DEM_PARAMS_DTYPE = np.dtype({
               "grid_bits_x", "grid_bits_y", "grid_bits_z", "springs", "wall_springs", "slot_to_model",
               "spring_parity", "spring_model", "tangential_ratio", "omega", "torque", "orientation", "accel",
               "alpha", "rolling", "wall_rolling", "rolling_mu", "cohesion", "wall_rolling_mu", "wall_cohesion",
-              "history_dt", "rotation", "integrator", "rolling_model", "cohesion_model"],
+              "history_dt", "model_to_slot", "bond_start", "bond_other", "bond_index", "bond_pairs", "bond_props",
+              "bond_state", "rotation", "integrator", "rolling_model", "cohesion_model", "bond_count"],
     "formats": ["u8"] * 11 + [("f8", (3,)), ("f8", (3,)), "f4", "f4", "f4", "i4", "i4", "i4", "i4", "f4", "f4",
-                              "u4", "u4", "u4", "u4"] + ["u8"] * 4 + ["i4", "f4"] + ["u8"] * 12 + ["i4"] * 4,
+                              "u4", "u4", "u4", "u4"] + ["u8"] * 4 + ["i4", "f4"] + ["u8"] * 19 + ["i4"] * 5,
 }, align=True)
 #: DemParams::integrator (DEM_INTEGRATOR_* in kernels/dem_params.h).
 INTEGRATORS = {"euler": 0, "verlet": 1}
@@ -239,18 +240,21 @@ def law_flags(physics) -> dict[str, int]:
 
 
 def check_bodies(model) -> None:
-    """Refuse glued (bonded) and rigid (clumped) bodies, which the GPU kernels do not simulate yet: a
-    model with glue bonds (``Model.bonds``) or a clump index ≥ 0.
+    """Refuse rigid bodies (clumps), which the GPU kernels do not simulate yet (glue bonds they do).
 
     Raises:
-        MochiError: The scene has glued or rigid bodies.
+        MochiError: The model has a clump index ≥ 0.
     """
     clump = getattr(model, "clump", None)
-    has_clumps = clump is not None and bool(np.any(np.asarray(clump) >= 0))
+    if clump is not None and bool(np.any(np.asarray(clump) >= 0)):
+        raise MochiError("The GPU backends do not simulate rigid bodies yet; bake this scene with the CPU "
+                         "backend or set its objects' body to Glued or Loose.")
+
+
+def model_bonds(model):
+    """The model's glue bonds (an ``engine.bonds.Bonds``), or None when it has none."""
     bonds = getattr(model, "bonds", None)
-    if has_clumps or (bonds is not None and bonds.count > 0):
-        raise MochiError("The GPU backends do not simulate glued or rigid bodies yet; bake this scene with "
-                         "the CPU backend or set its objects' body to Loose.")
+    return bonds if bonds is not None and bonds.count > 0 else None
 
 
 def moments_of_inertia(model) -> np.ndarray:
@@ -262,7 +266,8 @@ def moments_of_inertia(model) -> np.ndarray:
 DEM_PARAMS_ARRAYS = ("pos", "vel", "force", "info", "beta", "mu", "wall_beta", "wall_mu", "field_table",
                      "field_grid", "diag", "springs", "wall_springs", "slot_to_model", "spring_parity", "omega",
                      "torque", "orientation", "accel", "alpha", "rolling", "wall_rolling", "rolling_mu", "cohesion",
-                     "wall_rolling_mu", "wall_cohesion", "history_dt")
+                     "wall_rolling_mu", "wall_cohesion", "history_dt", "model_to_slot", "bond_start", "bond_other",
+                     "bond_index", "bond_pairs", "bond_props", "bond_state")
 
 
 def fill_dem_params(record, arrays: dict, model: Model, *, field_count: int, pointer, **extra) -> None:
@@ -291,6 +296,8 @@ def fill_dem_params(record, arrays: dict, model: Model, *, field_count: int, poi
     record["field_count"] = field_count
     record["wall_mask"] = int(sum(int(bit) << side for side, bit in enumerate(physics.domain.wall_mask())))
     record["spring_model"] = int(uses_springs(physics))
+    bonds = model_bonds(model)
+    record["bond_count"] = 0 if bonds is None else bonds.count
     record["tangential_ratio"] = TANGENTIAL_STIFFNESS_RATIO
     for name, value in law_flags(physics).items():
         record[name] = value
@@ -421,6 +428,24 @@ class DeviceParticles:
         for name, table in rotation_tables(physics).items():
             setattr(self, name, cupy.asarray(np.ascontiguousarray(table.ravel())))
         self.history_dt = cupy.full(1, physics.dt, cupy.float32)
+        self.model_to_slot = cupy.arange(n, dtype=cupy.int32)
+        self.bonds = model_bonds(model)
+        if self.bonds is not None:
+            from ..bonds import bond_rows
+
+            start, other, index = bond_rows(self.bonds, n)
+            self.bond_start = cupy.asarray(start.astype(np.int32))
+            self.bond_other = cupy.asarray(other.astype(np.int32))
+            self.bond_index = cupy.asarray(index.astype(np.int32))
+            self.bond_pairs = cupy.asarray(np.ascontiguousarray(self.bonds.pairs, np.int32))
+            self.bond_props = cupy.asarray(np.ascontiguousarray(np.stack(
+                [self.bonds.rest, self.bonds.area, self.bonds.stiffness, self.bonds.strength], 1), np.float64))
+            self.bond_state = cupy.zeros((2 * self.bonds.count, 4), cupy.float32)
+        else:
+            for name in ("bond_start", "bond_other", "bond_index", "bond_pairs"):
+                setattr(self, name, cupy.zeros(2, cupy.int32))
+            self.bond_props = cupy.zeros(4, cupy.float64)
+            self.bond_state = cupy.zeros((1, 4), cupy.float32)
         #: Velocity Verlet: ``accel``/``alpha`` hold the accelerations of the current state.
         self.primed = False
         self.host_params = np.zeros(1, DEM_PARAMS_DTYPE)
@@ -468,7 +493,11 @@ class DeviceParticles:
         self.info.set(info)
         self.force.fill(0)
         self.slot_to_model[:] = cp.arange(n, dtype=cp.int32)
+        self.model_to_slot[:] = cp.arange(n, dtype=cp.int32)
         self.diag.set(np.array([INT_MAX, INT_MAX, 0, 0], np.int32))
+        self.spring_parity.fill(0)
+        if self.bonds is not None:
+            self.set_bonds({})
         if self.rows_on:
             from .gpu_springs import SpringRows
 
@@ -510,8 +539,38 @@ class DeviceParticles:
         if self.rotation_on and hasattr(state, "angular_velocities"):
             state.angular_velocities = np.ascontiguousarray(self.model_order(self.omega)[:, :3])
             state.orientations = np.ascontiguousarray(self.model_order(self.orientation))
+        if self.bonds is not None:
+            from ..bonds import bonds_per_particle
+
+            state.bonds = bonds_per_particle(self.bonds, self.get_bonds()["bond_intact"], n)
         self.check()
         return state
+
+    def get_bonds(self) -> dict[str, np.ndarray]:
+        """The glue bonds' state the next step reads, in the CPU backend's history keys: ``bond_shear``
+        ξ_b [m] float64 (B, 3) and ``bond_intact`` uint8 (B,); empty without bonds."""
+        if self.bonds is None:
+            return {}
+        b = self.bonds.count
+        half = int(self.spring_parity.get()[0])
+        state = self.bond_state[half * b:(half + 1) * b].get()
+        return {"bond_shear": state[:, :3].astype(np.float64), "bond_intact": (state[:, 3] != 0).astype(np.uint8)}
+
+    def set_bonds(self, history: dict) -> None:
+        """Restore ``get_bonds``'s arrays into the half the next step reads (every bond intact and
+        unsheared when ``history`` has none); synchronous."""
+        if self.bonds is None:
+            return
+        b = self.bonds.count
+        data = np.zeros((2 * b, 4), np.float32)
+        half = int(self.spring_parity.get()[0])
+        rows = data[half * b:(half + 1) * b]
+        if "bond_intact" in history:
+            rows[:, :3] = np.asarray(history["bond_shear"], np.float64).reshape(b, 3)
+            rows[:, 3] = np.asarray(history["bond_intact"]).reshape(b) != 0
+        else:
+            rows[:, 3] = 1.0
+        self.bond_state.set(data)
 
     def model_order(self, array) -> np.ndarray:
         """A per-slot float4 array (cupy (n, 4)) in model order, on the host."""
@@ -555,8 +614,9 @@ class DeviceParticles:
         self.primed = True
 
     def flip_springs(self) -> None:
-        """After a step's contact forces: the springs they kept are the ones the next step reads."""
-        if self.rows_on:
+        """After a step's contact forces: the springs (and glue bond states) they kept are the ones the
+        next step reads."""
+        if self.rows_on or self.bonds is not None:
             self._flip_parity((1,), (1,), (self.spring_parity,))
 
     def set_springs(self, rows: "SpringRows") -> None:
@@ -662,6 +722,7 @@ class DeviceParticles:
         for array in (self.info, self.slot_to_model):
             self._gather1(blocks(self.particle_count), (BLOCK,), (array.view(self.cp.uint32), order, n, self._scratch1))
             array[...] = self._scratch1.view(array.dtype)
+        self.model_to_slot[self.slot_to_model] = self.cp.arange(self.particle_count, dtype=self.cp.int32)
 
     def restore_model_order(self) -> None:
         """Put every slot array back in model order (slot k = particle k); asynchronous. A Morton reorder
@@ -673,6 +734,7 @@ class DeviceParticles:
             scratch[order] = array
             array[...] = scratch
         self.slot_to_model[:] = self.cp.arange(self.particle_count, dtype=self.cp.int32)
+        self.model_to_slot[:] = self.cp.arange(self.particle_count, dtype=self.cp.int32)
 
     def round_to_world(self) -> None:
         """Round local positions to what a cache frame holds (engine.local_origin; at frame boundaries,

@@ -212,20 +212,69 @@ def test_backend_resumes_from_its_history_bit_for_bit(host_backend, rng):
         assert np.array_equal(getattr(a, name), getattr(b, name)), name
 
 
-def test_backends_refuse_bodies_they_cannot_simulate(host_backend, rng):
-    """Glued bodies (glue bonds) are refused in one sentence rather than baked wrong; a model whose
-    glued objects made no bond runs."""
+def _glued(rng, integrator, strength):
+    """The stirred heap as one glued body: bonds between all touching grains, some of which break."""
     import dataclasses
 
     from engine.model import Body, build_model
 
-    model, state = _stirred(rng, "verlet")
-    glued = dataclasses.replace(model.physics, bodies=(Body(object_id=0, kind="glued"),))
-    bonded = build_model(model.radius, glued, positions=state.positions)
-    assert bonded.bonds is not None and bonded.bonds.count > 0
-    with pytest.raises(MochiError, match="glued or rigid"):
-        host_backend(bonded)
-    apart = build_model(model.radius, glued, positions=state.positions * 10.0)  # no two grains within reach
-    host_backend(apart).set_state(make_state(state.positions * 10.0))
+    model, state = _stirred(rng, integrator)
+    state.velocities = (state.velocities * 10.0).astype(np.float32)  # hard enough to break the weaker bonds
+    physics = dataclasses.replace(model.physics, bodies=(Body(object_id=0, kind="glued", glue_strength=strength),))
+    return build_model(model.radius, physics, positions=state.positions), state
+
+
+@pytest.mark.parametrize("integrator", ["verlet", "euler"])
+def test_glued_body_follows_the_cpu_backend(host_backend, integrator, rng):
+    """Glue bonds on the host GPU path: bonded pairs skip the contact, bonds pull and shear, the stressed
+    ones break for good, as on the CPU backend (the same bonds break, at about the same steps)."""
+    model, state = _glued(rng, integrator, strength=1.0e4)
+    assert model.bonds.count > 100
+    gpu = host_backend(model)
+    gpu.set_state(state)
+    cpu = BackendCpu(model)
+    cpu.set_state(state)
+    for _ in range(3):
+        gpu.step(100)
+        cpu.step(100)
+        got, want = gpu.get_state(), cpu.get_state()
+        history, reference = gpu.get_contact_history(), cpu.get_contact_history()
+        assert np.array_equal(history["bond_intact"], reference["bond_intact"])
+        assert np.array_equal(got.bonds, want.bonds)
+    r = float(model.radius.max())
+    assert 0 < np.count_nonzero(reference["bond_intact"] == 0) < model.bonds.count // 2, "some bonds break"
+    assert np.abs(got.positions - want.positions).max() < 1e-3 * r
+    scale = np.abs(reference["bond_shear"]).max()
+    assert scale > 0 and np.abs(history["bond_shear"] - reference["bond_shear"]).max() < 1e-2 * scale
+
+
+def test_glued_body_resumes_bit_for_bit(host_backend, rng):
+    model, state = _glued(rng, "verlet", strength=1.0e4)
+    straight = host_backend(model)
+    straight.set_state(state)
+    straight.step(150)
+    straight.begin_frame()
+    middle, history = straight.get_state(), straight.get_contact_history()
+    straight.step(150)
+    resumed = host_backend(model)
+    resumed.set_state(middle)
+    resumed.set_contact_history(history)
+    resumed.step(150)
+    a, b = straight.get_state(), resumed.get_state()
+    for name in ("positions", "velocities", "angular_velocities", "orientations", "bonds"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+    assert np.count_nonzero(straight.get_contact_history()["bond_intact"] == 0) > 0
+
+
+def test_backends_refuse_rigid_bodies(host_backend, rng):
+    """Rigid bodies (clumps) and unknown integrators are refused in one sentence rather than baked wrong."""
+    import dataclasses
+
+    from engine.model import build_model
+
+    model, _ = _stirred(rng, "verlet")
+    fields = {f: getattr(model, f) for f in model.__dataclass_fields__}
+    with pytest.raises(MochiError, match="rigid"):
+        gpu_runtime.check_bodies(types.SimpleNamespace(**fields, clump=np.zeros(model.particle_count, np.int32)))
     with pytest.raises(MochiError, match="integrators"):
         host_backend(build_model(model.radius, dataclasses.replace(model.physics, integrator="rk4")))

@@ -27,6 +27,7 @@ from engine.backends.gpu_runtime import (DEM_PARAMS_DTYPE, INFO_ACTIVE, INFO_MAT
                                         OPTIX_DEM_PARAMS_DTYPE, SPRING_SLOTS, fill_dem_params, grid_fields,
                                         moments_of_inertia, rotation_tables)
 from engine.backends.optix_pipeline import RAY_TMAX_FRACTION
+from engine.bonds import bond_rows
 from engine.contact_law import contact_force, pair_tables, wall_tables
 from engine.model import Domain, Material, Physics, build_model
 from engine.state import make_state
@@ -71,6 +72,21 @@ def host_library(request, tmp_path_factory):
     return _build(tmp_path_factory.mktemp("grain_host") / "grain_host.so", request.param)
 
 
+def bond_arrays(model) -> dict[str, np.ndarray]:
+    """The glue-bond arrays of ``DemParams`` (engine.bonds.bond_rows), every bond intact in half 0."""
+    bonds = model.bonds
+    if bonds is None or bonds.count == 0:
+        return {name: np.zeros(2, np.int32) for name in ("bond_start", "bond_other", "bond_index", "bond_pairs")} | {
+            "bond_props": np.zeros(4), "bond_state": np.zeros((1, 4), np.float32)}
+    start, other, index = bond_rows(bonds, model.particle_count)
+    state = np.zeros((2 * bonds.count, 4), np.float32)
+    state[:bonds.count, 3] = 1.0
+    return {"bond_start": start.astype(np.int32), "bond_other": other.astype(np.int32),
+            "bond_index": index.astype(np.int32), "bond_pairs": np.ascontiguousarray(bonds.pairs, np.int32),
+            "bond_props": np.ascontiguousarray(np.stack([bonds.rest, bonds.area, bonds.stiffness, bonds.strength], 1)),
+            "bond_state": state}
+
+
 class HostGrains:
     """One model and state in the device layout (slot k = particle k), with ``DemParams`` over them."""
 
@@ -100,6 +116,7 @@ class HostGrains:
                            rolling=np.zeros((2 * n * SPRING_SLOTS + 1, 4), np.float32),
                            wall_rolling=np.zeros((6 * n + 1, 4), np.float32),
                            history_dt=np.full(1, physics.dt, np.float32),
+                           model_to_slot=np.arange(n, dtype=np.int32), **bond_arrays(model),
                            **{name: np.ascontiguousarray(table.ravel())
                               for name, table in rotation_tables(physics).items()})
         self.arrays["omega"][:, 3] = moments_of_inertia(model)

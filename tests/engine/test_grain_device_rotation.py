@@ -1,4 +1,5 @@
-"""The GPU kernels' rotating law (issue 16: rotation, rolling resistance, SJKR cohesion, velocity Verlet),
+"""The GPU kernels' rotating law (issue 16: rotation, rolling resistance, SJKR cohesion, velocity Verlet,
+glue bonds),
 compiled for the host with nvcc and run one thread at a time, against the float64 reference
 (engine.contact_law.contact_response), the CPU colliders (engine.colliders.kernels, bit for bit) and the
 CPU backend stepping the same small systems.
@@ -23,7 +24,7 @@ from engine.backends.gpu_springs import SpringRows, history_from_rows, owns, row
 from engine.colliders import Collider, ColliderSet
 from engine.colliders import kernels as ck
 from engine.contact_law import cohesion_tables, contact_response, pair_tables, rolling_tables, wall_tables
-from engine.model import Domain, Gravity, Material, Physics, build_model
+from engine.model import Body, Domain, Gravity, Material, Physics, build_model
 from engine.state import make_state
 
 from .conftest import brute_force_pairs
@@ -472,3 +473,34 @@ def test_rolling_history_round_trip(rng):
              for a, b, s, r in zip(back["pair_i"], back["pair_j"], back["pair_spring"], back["pair_rolling"])}
     assert found == expected
     assert np.array_equal(back["wall_rolling"], history["wall_rolling"].astype(np.float32).astype(np.float64))
+
+
+@pytest.mark.parametrize("path", ["grid", "optix"])
+def test_glue_bonds_follow_the_cpu_backend(host_library, path, rng):
+    """A stirred glued heap: on both paths the bonded pairs skip their contact, the bonds act, and the
+    same bonds break as on the CPU backend."""
+    model, positions = _system(rng, "verlet", count=80)
+    physics = dataclasses.replace(model.physics, bodies=(Body(object_id=0, kind="glued", glue_strength=1.0e4),))
+    model = build_model(model.radius, physics, positions=positions)
+    n = model.particle_count
+    velocities = rng.normal(0, 0.2, (n, 3)).astype(np.float32)
+    omega = rng.normal(0, 5.0, (n, 3)).astype(np.float32)
+    cpu = BackendCpu(model)
+    state = make_state(positions, velocities)
+    state.angular_velocities = omega.copy()
+    cpu.set_state(state)
+    cpu.step(300)
+    reference = cpu.get_state()
+    intact = cpu.get_contact_history()["bond_intact"]
+    host = HostStepper(host_library, model, positions, velocities, omega, path=path)
+    host.step(300)
+    b = model.bonds.count
+    half = int(host.grains.arrays["spring_parity"][0])
+    got = host.grains.arrays["bond_state"][half * b:(half + 1) * b]
+    assert 0 < np.count_nonzero(intact == 0) < b // 2
+    assert np.array_equal((got[:, 3] != 0).astype(np.uint8), intact)
+    assert not got[intact == 0].any()  # broken bonds keep no shear
+    pos, _, w, _ = host.state()
+    r = float(model.radius.max())
+    assert np.abs(pos - reference.positions).max() < 1e-3 * r
+    assert np.abs(w - reference.angular_velocities).max() < 2e-2 * np.abs(reference.angular_velocities).max()
