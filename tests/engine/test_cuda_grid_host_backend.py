@@ -24,7 +24,7 @@ from engine.errors import MochiError
 from engine.state import make_state
 
 from .test_collider_device_math import HostArray
-from .test_grain_device_math import host_library  # noqa: F401  (the fixture the tests below take)
+from .test_grain_device_math import grain_library  # noqa: F401  (the fixture the tests below take)
 from .test_grain_device_rotation import _bind, _system
 
 
@@ -144,12 +144,12 @@ def ctypes_pointer(address, dtype):
 
 
 @pytest.fixture
-def host_backend(host_library, monkeypatch):
+def host_backend(grain_library, monkeypatch):
     """A factory of ``BackendCudaGrid`` over the host kernels."""
-    _bind(host_library)
+    _bind(grain_library)
     cp = _host_cupy()
     monkeypatch.setitem(sys.modules, "cupy", cp)
-    kernels = HostKernels(host_library)
+    kernels = HostKernels(grain_library)
     monkeypatch.setattr(gpu_runtime, "raw_module", lambda name, **options: kernels)
     monkeypatch.setattr(cuda_grid, "raw_module", lambda name, **options: kernels)
     monkeypatch.setattr(cuda_grid, "import_cupy", lambda: cp)

@@ -65,11 +65,27 @@ def _build(out: Path, batch: int):
     return library
 
 
+#: The host builds of this session by batch size: the modules that share the fixtures below build each once.
+_BUILDS: dict[int, ctypes.CDLL] = {}
+
+
+def _built(batch: int, tmp_path_factory):
+    if batch not in _BUILDS:
+        _BUILDS[batch] = _build(tmp_path_factory.mktemp("grain_host") / "grain_host.so", batch)
+    return _BUILDS[batch]
+
+
 @pytest.fixture(scope="module", params=BATCHES, ids=lambda b: f"batch{b}")
 def host_library(request, tmp_path_factory):
     """grain_host.cpp (kernels/grid.cu and optix_dem.cu) built for the host, without fused multiply-adds
     (the launcher compiles with --fmad=false)."""
-    return _build(tmp_path_factory.mktemp("grain_host") / "grain_host.so", request.param)
+    return _built(request.param, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def grain_library(tmp_path_factory):
+    """The host build with the kernel's default OptiX batch, for tests of the CUDA grid path only."""
+    return _built(BATCHES[0], tmp_path_factory)
 
 
 def bond_arrays(model) -> dict[str, np.ndarray]:

@@ -31,7 +31,7 @@ from .conftest import brute_force_pairs
 from .test_collider_device_math import collider_params, dem_params, grains_near_surface
 from .test_collider_device_math import host_library as collider_library  # noqa: F401  (fixture)
 from .test_grain_device_math import HostGrains, grid_run, optix_run
-from .test_grain_device_math import host_library  # noqa: F401  (the fixture the tests below take)
+from .test_grain_device_math import grain_library, host_library  # noqa: F401  (fixtures of the tests below)
 
 MATERIALS = (Material(friction=0.4, restitution=0.5, rolling_friction=0.1, cohesion=2.0e4),
              Material(friction=0.7, restitution=0.8, rolling_friction=0.3, cohesion=5.0e4))
@@ -159,10 +159,10 @@ def test_pair_law_equals_the_float64_reference(host_library, rng):
         assert np.abs(xr - by_pair[1][key][1]).max() <= 1e-5 * xi_scale
 
 
-def test_wall_law_equals_the_float64_reference(host_library, rng):
+def test_wall_law_equals_the_float64_reference(grain_library, rng):
     """Grains pressed into the six walls with random v, ω and histories: forces, torques and wall
     histories as contact_response with the wall as j (m_j = ∞, x_j the foot on the wall)."""
-    _bind(host_library)
+    _bind(grain_library)
     n = 400
     lo, hi = np.zeros(3), np.full(3, 0.2)
     radius = rng.uniform(0.005, 0.01, n).astype(np.float32)
@@ -187,7 +187,7 @@ def test_wall_law_equals_the_float64_reference(host_library, rng):
     grains.arrays["wall_rolling"][:-1, :3] = wall_rolling.reshape(-1, 3)
     force = np.zeros((n, 3), np.float32)
     torque = np.zeros((n, 3), np.float32)
-    host_library.dem_walls_rotating_host(grains.address, force.ctypes.data, torque.ctypes.data)
+    grain_library.dem_walls_rotating_host(grains.address, force.ctypes.data, torque.ctypes.data)
 
     wall_beta, wall_mu = wall_tables(MATERIALS, domain.wall_restitution, domain.wall_friction)
     _, wall_roll = rolling_tables(MATERIALS, domain.wall_rolling_friction)
@@ -405,7 +405,7 @@ def _ball_on_slope(rolling_friction, tilt_deg, *, friction=0.5):
     return model, np.array([[0.1, r - overlap, 0.25]], np.float32)
 
 
-def test_sphere_rolls_down_a_slope_at_five_sevenths_g_sin(host_library):
+def test_sphere_rolls_down_a_slope_at_five_sevenths_g_sin(grain_library):
     """Without slip a solid sphere accelerates at 5/7 g sinθ (tan 20° < 7/2 μ); rolling resistance μ_r
     below tan θ slows it to 5/7 g (sinθ − μ_r cosθ) (the capped rolling torque μ_r N r), above it holds
     it."""
@@ -415,7 +415,7 @@ def test_sphere_rolls_down_a_slope_at_five_sevenths_g_sin(host_library):
     speeds = {}
     for mu_r in (0.0, 0.1, 0.5):
         model, positions = _ball_on_slope(mu_r, tilt)
-        host = HostStepper(host_library, model, positions, np.zeros((1, 3), np.float32))
+        host = HostStepper(grain_library, model, positions, np.zeros((1, 3), np.float32))
         host.step(2500)  # 0.05 s: the contact settles, the spring loads
         _, v0, _, _ = host.state()
         host.step(5000)  # 0.1 s more
@@ -428,7 +428,7 @@ def test_sphere_rolls_down_a_slope_at_five_sevenths_g_sin(host_library):
     assert speeds[0.1][0] == pytest.approx(5.0 / 7.0 * (g_sin - 0.1 * g_cos), rel=0.01)
 
 
-def test_paper_model_runs_the_paper_kernels(host_library, rng):
+def test_paper_model_runs_the_paper_kernels(grain_library, rng):
     """rotation off, Euler, no rolling or cohesion: the update leaves ω, torque and orientation arrays
     untouched and gives the same bits as the rotating law's walls and Euler with ω = 0 give to float32
     rounding (the kernels take the paper's path, checked against the CPU in test_grain_device_*)."""
@@ -439,7 +439,7 @@ def test_paper_model_runs_the_paper_kernels(host_library, rng):
     assert not rotation_tables(paper)["cohesion"].any()
     n = model.particle_count
     velocities = rng.normal(0, 0.02, (n, 3)).astype(np.float32)
-    host = HostStepper(host_library, model, positions, velocities)
+    host = HostStepper(grain_library, model, positions, velocities)
     before = {name: host.grains.arrays[name].copy() for name in ("omega", "torque", "orientation", "accel", "alpha")}
     host.step(50)
     for name, array in before.items():
