@@ -10,7 +10,13 @@ includes are expanded here first); OptiX programs are compiled with NVRTC to PTX
 ``kernel_cache_dir()``.
 
 Device layout of the particles (slot order, see ``DeviceParticles``): ``pos`` float4 (x, y, z, radius),
-``vel`` float4 (vx, vy, vz, mass), ``force`` float4, ``info`` uint32 (active bit | material << 8).
+``vel`` float4 (vx, vy, vz, mass), ``force`` float4, ``info`` uint32 (active bit | material << 8); with
+rotation (``Physics.rotation``) also ``omega`` float4 (ωx, ωy, ωz, moment of inertia), ``torque`` and
+``orientation`` (w, x, y, z) float4, and with velocity Verlet the last step's accelerations ``accel``
+and ``alpha``. Histories live by model index: springs and, beside them, rolling histories (rows, see
+engine.backends.gpu_springs), wall springs and rolling histories, glue bond states (engine.bonds).
+The paper's model (no rotation, Euler, no rolling, cohesion or bonds) runs the kernels' original path
+and keeps its bits.
 """
 
 from __future__ import annotations

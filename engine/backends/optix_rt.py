@@ -11,7 +11,8 @@ with ``ALLOW_UPDATE``. Each step, on the GPU and without a host synchronisation:
    sphere, the smaller slot on ties), each once even when OptiX runs it twice for one primitive; the
    ray-generation program resolves them in slot order and adds the partners' shares with atomics.
    It never reports an intersection, so any-hit and closest-hit never run;
-3. update: walls, fields and semi-implicit Euler (kernels/dem_common.cu ``dem_integrate``).
+3. update: walls, fields and semi-implicit Euler (kernels/dem_common.cu ``dem_integrate``), or velocity
+   Verlet's second half-kick after its first half and drift (engine.backends.gpu_backend).
 
 Refitting keeps the proxies exact, so the contacts are exact every step; rebuilding only restores
 the BVH's quality. Float atomics make the summation order, and so the last bits of a trajectory,
