@@ -18,6 +18,14 @@ extern "C" __global__ void dem_verlet_drift(const DemParams* __restrict__ params
     if (i < params->particle_count) dem_verlet_drift_slot(*params, step, i);
 }
 
+// dem_integrate under the rotating law or velocity Verlet (dem_integrate_slot_rotating): a kernel of its
+// own, so the paper's stays as it was.
+extern "C" __global__ void dem_integrate_rotating(const DemParams* __restrict__ params, float ax, float ay, float az,
+                                                 int step) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < params->particle_count) dem_integrate_slot_rotating(*params, ax, ay, az, step, i);
+}
+
 // Velocity Verlet's accelerations of the current state, before the first step (walls and fields
 // included; nothing moves); launched with DemParams::history_dt 0.
 extern "C" __global__ void dem_verlet_prime(const DemParams* __restrict__ params, float ax, float ay, float az,

@@ -7,6 +7,11 @@
 
 // (ax, ay, az) is gravity plus the uniform/rotating fields at t = step·dt [m/s²]; step is the global
 // index of the step being taken. Wall springs live by model index (DemParams::wall_springs).
+// True when the update is dem_integrate_slot_rotating's (the launchers pick the kernel by it).
+__device__ __forceinline__ bool dem_uses_rotating_update(const DemParams& P) {
+    return dem_rotating_law(P) || P.integrator != DEM_INTEGRATOR_EULER;
+}
+
 // Records a non-finite state (NaN step) and returns false, or true when (speed², position) are finite.
 __device__ __forceinline__ bool dem_check_finite(const DemParams& P, double speed2, float4 p, int step) {
     if (!(isfinite(speed2) && isfinite(p.x + p.y + p.z))) {
@@ -198,12 +203,9 @@ __device__ __forceinline__ void dem_integrate_slot_rotating(const DemParams& P, 
     P.info[i] = dem_exits(P, p_new, info);
 }
 
+// The paper's update (no rotation, Euler, no rolling, cohesion or bonds; dem_uses_rotating_update false).
 __device__ __forceinline__ void dem_integrate_slot(const DemParams& P, float ax, float ay, float az, int step,
                                                    int i) {
-    if (dem_rotating_law(P) || P.integrator != DEM_INTEGRATOR_EULER) {
-        dem_integrate_slot_rotating(P, ax, ay, az, step, i);
-        return;
-    }
     unsigned int info = P.info[i];
     if (!(info & DEM_INFO_ACTIVE)) return;
     const float4 p = P.pos[i];

@@ -61,12 +61,64 @@ __device__ __forceinline__ void grid_for_each_contact(const DemParams& P, const 
     }
 }
 
-// grid_forces under the rotating law (issue 16): the force and the torque of slot t's particle, its
-// springs and rolling histories (kept by the owner as with the paper's law). Each particle of a pair
-// evaluates the pair itself from the same inputs: the forces are exact opposites, and each side takes
-// the torque of its own arm.
-__device__ __forceinline__ void grid_forces_rotating(const DemParams& P, const unsigned int* start,
-                                                     const int* sorted, const float4* pos_sorted, int t) {
+// Minimum resident blocks of 256 threads per SM asked of the compiler for grid_forces (a register cap:
+// the double-precision pair test and the contact law would otherwise lower the occupancy of what is
+// mostly a latency-bound gather). Set by the host with -DGRID_FORCES_MIN_BLOCKS.
+#ifndef GRID_FORCES_MIN_BLOCKS
+#define GRID_FORCES_MIN_BLOCKS 1
+#endif
+
+// Contact force on every slot [N] (written whole; inactive slots get zero). Thread t takes the t-th
+// slot in bucket order, so a warp's neighbour runs are neighbouring buckets (coalesced reads). With
+// springs, both particles of a pair evolve the spring from the owner's row of the last step (the same
+// bits, negated), and the owner writes it into its row of the other half.
+extern "C" __global__ void __launch_bounds__(256, GRID_FORCES_MIN_BLOCKS) grid_forces(
+        const DemParams* __restrict__ params, const unsigned int* __restrict__ start, const int* __restrict__ sorted,
+        const float4* __restrict__ pos_sorted) {
+    const DemParams& P = *params;
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= P.particle_count) return;
+    const int i = sorted[t];
+    const unsigned int info_i = P.info[i];
+    const int model_i = P.slot_to_model[i];
+    const int parity = P.spring_model ? *P.spring_parity : 0;
+    DemSpringWriter kept = {P.spring_model ? dem_spring_row(P, parity ^ 1, model_i) : nullptr, 0};
+    float3 sum = make_float3(0.0f, 0.0f, 0.0f);
+    if (info_i & DEM_INFO_ACTIVE) {
+        const float4 pi = pos_sorted[t];
+        const float4 vi = P.vel[i];
+        grid_for_each_contact(P, start, sorted, pos_sorted, i, pi, [&](int j, float4 pj, const DemPair& pair) {
+            const int model_j = P.slot_to_model[j];
+            const float tie = model_i < model_j ? 1.0f : -1.0f;
+            float3 f;
+            if (P.spring_model) {
+                const bool owner = dem_owns(model_i, pi.w, model_j, pj.w);
+                float3 spring = dem_pair_spring(P, parity, model_i, model_j, owner);
+                f = dem_pair_force(P, pair, vi, P.vel[j], info_i, P.info[j], tie, &spring);
+                if (owner) dem_spring_keep(P, kept, model_j, spring);
+            } else {
+                f = dem_pair_force(P, pair, vi, P.vel[j], info_i, P.info[j], tie);
+            }
+            sum.x += f.x;
+            sum.y += f.y;
+            sum.z += f.z;
+        });
+    }
+    if (P.spring_model) dem_spring_close(kept);
+    P.force[i] = make_float4(sum.x, sum.y, sum.z, 0.0f);
+}
+
+// grid_forces under the rotating law (issue 16; the launcher picks it when dem_rotating_law holds, so
+// the paper's kernel stays as it was, registers included): the force and the torque of slot t's
+// particle, its springs and rolling histories (kept by the owner as with the paper's law) and its glue
+// bonds. Each particle of a pair evaluates the pair itself from the same inputs: the forces are exact
+// opposites, and each side takes the torque of its own arm.
+extern "C" __global__ void __launch_bounds__(256, GRID_FORCES_MIN_BLOCKS) grid_forces_rotating(
+        const DemParams* __restrict__ params, const unsigned int* __restrict__ start, const int* __restrict__ sorted,
+        const float4* __restrict__ pos_sorted) {
+    const DemParams& P = *params;
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= P.particle_count) return;
     const int i = sorted[t];
     const unsigned int info_i = P.info[i];
     const int model_i = P.slot_to_model[i];
@@ -103,57 +155,6 @@ __device__ __forceinline__ void grid_forces_rotating(const DemParams& P, const u
     dem_history_close(kept);
     P.force[i] = make_float4(sum.x, sum.y, sum.z, 0.0f);
     if (P.rotation) P.torque[i] = make_float4(torque.x, torque.y, torque.z, 0.0f);
-}
-
-// Minimum resident blocks of 256 threads per SM asked of the compiler for grid_forces (a register cap:
-// the double-precision pair test and the contact law would otherwise lower the occupancy of what is
-// mostly a latency-bound gather). Set by the host with -DGRID_FORCES_MIN_BLOCKS.
-#ifndef GRID_FORCES_MIN_BLOCKS
-#define GRID_FORCES_MIN_BLOCKS 1
-#endif
-
-// Contact force on every slot [N] (written whole; inactive slots get zero). Thread t takes the t-th
-// slot in bucket order, so a warp's neighbour runs are neighbouring buckets (coalesced reads). With
-// springs, both particles of a pair evolve the spring from the owner's row of the last step (the same
-// bits, negated), and the owner writes it into its row of the other half.
-extern "C" __global__ void __launch_bounds__(256, GRID_FORCES_MIN_BLOCKS) grid_forces(
-        const DemParams* __restrict__ params, const unsigned int* __restrict__ start, const int* __restrict__ sorted,
-        const float4* __restrict__ pos_sorted) {
-    const DemParams& P = *params;
-    const int t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= P.particle_count) return;
-    if (dem_rotating_law(P)) {
-        grid_forces_rotating(P, start, sorted, pos_sorted, t);
-        return;
-    }
-    const int i = sorted[t];
-    const unsigned int info_i = P.info[i];
-    const int model_i = P.slot_to_model[i];
-    const int parity = P.spring_model ? *P.spring_parity : 0;
-    DemSpringWriter kept = {P.spring_model ? dem_spring_row(P, parity ^ 1, model_i) : nullptr, 0};
-    float3 sum = make_float3(0.0f, 0.0f, 0.0f);
-    if (info_i & DEM_INFO_ACTIVE) {
-        const float4 pi = pos_sorted[t];
-        const float4 vi = P.vel[i];
-        grid_for_each_contact(P, start, sorted, pos_sorted, i, pi, [&](int j, float4 pj, const DemPair& pair) {
-            const int model_j = P.slot_to_model[j];
-            const float tie = model_i < model_j ? 1.0f : -1.0f;
-            float3 f;
-            if (P.spring_model) {
-                const bool owner = dem_owns(model_i, pi.w, model_j, pj.w);
-                float3 spring = dem_pair_spring(P, parity, model_i, model_j, owner);
-                f = dem_pair_force(P, pair, vi, P.vel[j], info_i, P.info[j], tie, &spring);
-                if (owner) dem_spring_keep(P, kept, model_j, spring);
-            } else {
-                f = dem_pair_force(P, pair, vi, P.vel[j], info_i, P.info[j], tie);
-            }
-            sum.x += f.x;
-            sum.y += f.y;
-            sum.z += f.z;
-        });
-    }
-    if (P.spring_model) dem_spring_close(kept);
-    P.force[i] = make_float4(sum.x, sum.y, sum.z, 0.0f);
 }
 
 // Touching pairs (slot i < slot j) into pairs[0 .. capacity); *count ends as the number found.

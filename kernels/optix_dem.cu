@@ -21,6 +21,13 @@
 #define OPTIX_DEM_BATCH 16
 #endif
 
+// Which contact law the program holds: 0 the paper's only (the program as it was, registers included),
+// 1 the rotating law of issue 16 only, 2 both, chosen per launch by dem_rotating_law (the host build of
+// the tests). The launcher compiles the one its physics needs (engine.backends.optix_rt).
+#ifndef OPTIX_DEM_LAW
+#define OPTIX_DEM_LAW 2
+#endif
+
 extern "C" {
 __constant__ OptixDemParams params;
 }
@@ -127,10 +134,12 @@ extern "C" __global__ void __raygen__dem() {
     const int i = (int)optixGetLaunchIndex().x;
     const DemParams& P = params.dem;
     if (i >= P.particle_count) return;
-    if (params.mode == 0 && dem_rotating_law(P)) {
+#if OPTIX_DEM_LAW != 0
+    if (params.mode == 0 && (OPTIX_DEM_LAW == 1 || dem_rotating_law(P))) {
         optix_dem_rotating(P, i);
         return;
     }
+#endif
     const int model_i = P.slot_to_model[i];
     const bool springs = P.spring_model && params.mode == 0;
     const int parity = springs ? *P.spring_parity : 0;

@@ -63,7 +63,7 @@ class BackendCudaGrid(BackendGpu):
         module = raw_module("grid.cu", defines=(f"GRID_FORCES_MIN_BLOCKS={FORCES_MIN_BLOCKS}",))
         self._keys = module.get_function("grid_keys")
         self._gather_sorted = module.get_function("grid_gather_sorted")
-        self._forces = module.get_function("grid_forces")
+        self._forces = module.get_function("grid_forces_rotating" if self.particles.rotating_law else "grid_forces")
         self._pairs = module.get_function("grid_pairs")
         self.pair_capacity = max(16, 8 * n)
         self.timer = PhaseTimer(self.cp)

@@ -245,6 +245,19 @@ def law_flags(physics) -> dict[str, int]:
             "cohesion_model": int(bool((tables["cohesion"] > 0).any() or (tables["wall_cohesion"] > 0).any()))}
 
 
+def rotating_law(model) -> bool:
+    """True when the contacts need the rotating law's kernels (dem_rotating_law in kernels/dem_math.cuh):
+    rotation, rolling resistance, cohesion or glue bonds. Otherwise the paper's kernels run, as they were."""
+    flags = law_flags(model.physics)
+    return bool(flags["rotation"] or flags["rolling_model"] or flags["cohesion_model"]) or model_bonds(model) is not None
+
+
+def rotating_update(model) -> bool:
+    """True when the update is ``dem_integrate_rotating``'s (dem_uses_rotating_update): the rotating law
+    or velocity Verlet."""
+    return rotating_law(model) or rotation_settings(model.physics)[1] != "euler"
+
+
 def check_bodies(model) -> None:
     """Refuse rigid bodies (clumps), which the GPU kernels do not simulate yet (glue bonds they do).
 
@@ -461,7 +474,9 @@ class DeviceParticles:
         self._scratch4 = cupy.zeros((n, 4), cupy.float32)
         self._scratch1 = cupy.zeros(n, cupy.uint32)
         module = raw_module("dem_common.cu")
-        self._integrate = module.get_function("dem_integrate")
+        self.rotating_law = rotating_law(model)
+        # The paper's model runs the kernels it always ran; everything else their rotating twins.
+        self._integrate = module.get_function("dem_integrate_rotating" if rotating_update(model) else "dem_integrate")
         self._verlet_drift = module.get_function("dem_verlet_drift")
         self._verlet_prime = module.get_function("dem_verlet_prime")
         self._morton = module.get_function("dem_morton_keys")

@@ -47,7 +47,8 @@ class BackendOptix(BackendGpu):
         n = model.particle_count
         self.particles = DeviceParticles(model)
         self.colliders = OptixColliders.for_model(self.particles, optix=optix)
-        self.rt = OptixPipeline(optix, cp)
+        # The program holds only the contact law this model needs (OPTIX_DEM_LAW in kernels/optix_dem.cu).
+        self.rt = OptixPipeline(optix, cp, compile_flags=(f"-DOPTIX_DEM_LAW={1 if self.particles.rotating_law else 0}",))
         self.aabb = cp.zeros((n, 6), cp.float32)
         self.accel_options = {
             op: optix.AccelBuildOptions(buildFlags=int(optix.BUILD_FLAG_ALLOW_UPDATE), operation=op)

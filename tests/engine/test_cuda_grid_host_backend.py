@@ -69,8 +69,8 @@ class HostKernels:
             return np.asarray(args[0]).view(gpu_runtime.DEM_PARAMS_DTYPE)[0]
 
         def launch(grid, block, args):
-            if name == "dem_integrate":
-                lib.dem_integrate_host(_pointer(args[0]), *(float(a) for a in args[1:4]), int(args[4]))
+            if name in ("dem_integrate", "dem_integrate_rotating"):
+                getattr(lib, f"{name}_host")(_pointer(args[0]), *(float(a) for a in args[1:4]), int(args[4]))
             elif name == "dem_verlet_drift":
                 lib.dem_verlet_drift_host(_pointer(args[0]), int(args[1]))
             elif name == "dem_verlet_prime":
@@ -105,8 +105,8 @@ class HostKernels:
                 lib.grid_keys_host(_pointer(args[0]), _pointer(args[1]))
             elif name == "grid_gather_sorted":
                 lib.grid_gather_sorted_host(*(_pointer(a) for a in args))
-            elif name == "grid_forces":
-                lib.grid_forces_host(*(_pointer(a) for a in args))
+            elif name in ("grid_forces", "grid_forces_rotating"):
+                getattr(lib, f"{name}_host")(*(_pointer(a) for a in args))
             elif name == "grid_pairs":
                 lib.grid_pairs_host(*(_pointer(a) for a in args[:6]), int(args[6]))
             else:

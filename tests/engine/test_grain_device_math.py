@@ -25,7 +25,7 @@ from engine.backends.cpu import BackendCpu
 from engine.backends.cuda_grid import grid_layout
 from engine.backends.gpu_runtime import (DEM_PARAMS_DTYPE, INFO_ACTIVE, INFO_MATERIAL_SHIFT, INT_MAX, KERNEL_DIR,
                                         OPTIX_DEM_PARAMS_DTYPE, SPRING_SLOTS, fill_dem_params, grid_fields,
-                                        moments_of_inertia, rotation_tables)
+                                        moments_of_inertia, rotating_law, rotation_tables)
 from engine.backends.optix_pipeline import RAY_TMAX_FRACTION
 from engine.bonds import bond_rows
 from engine.contact_law import contact_force, pair_tables, wall_tables
@@ -55,11 +55,14 @@ def _build(out: Path, batch: int):
     p = ctypes.c_void_p
     for name, args, restype in (("grid_keys_host", [p, p], None), ("grid_gather_sorted_host", [p, p, p], None),
                                 ("grid_forces_host", [p, p, p, p], None),
+                                ("grid_forces_rotating_host", [p, p, p, p], None),
                                 ("grid_pairs_host", [p, p, p, p, p, p, ctypes.c_uint], None),
                                 ("dem_proxy_aabbs_host", [p, p], None),
                                 ("optix_dem_launch_host", [p, p, ctypes.c_int], ctypes.c_longlong),
                                 ("dem_integrate_host", [p, ctypes.c_float, ctypes.c_float, ctypes.c_float, ctypes.c_int],
-                                 None)):
+                                 None),
+                                ("dem_integrate_rotating_host",
+                                 [p, ctypes.c_float, ctypes.c_float, ctypes.c_float, ctypes.c_int], None)):
         getattr(library, name).argtypes = args
         getattr(library, name).restype = restype
     return library
@@ -159,7 +162,9 @@ def grid_run(lib, grains: HostGrains) -> tuple[np.ndarray, set]:
     pos_sorted = np.zeros((n, 4), np.float32)
     lib.grid_gather_sorted_host(grains.address, sorted_slots.ctypes.data, pos_sorted.ctypes.data)
     grains.force[:] = np.nan  # grid_forces writes every slot
-    lib.grid_forces_host(grains.address, start.ctypes.data, sorted_slots.ctypes.data, pos_sorted.ctypes.data)
+    # The kernel the launcher picks (engine.backends.cuda_grid): the paper's, or the rotating law's.
+    forces = lib.grid_forces_rotating_host if rotating_law(grains.model) else lib.grid_forces_host
+    forces(grains.address, start.ctypes.data, sorted_slots.ctypes.data, pos_sorted.ctypes.data)
     capacity = 64 * n
     pairs = np.zeros((capacity, 2), np.int32)
     count = np.zeros(1, np.uint32)

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from engine.backends.cpu import BackendCpu
-from engine.backends.gpu_runtime import DIAG_SPRING_OVERFLOW, SPRING_SLOTS, rotation_tables
+from engine.backends.gpu_runtime import DIAG_SPRING_OVERFLOW, SPRING_SLOTS, rotating_update, rotation_tables
 from engine.backends.gpu_springs import SpringRows, history_from_rows, owns, rows_from_history
 from engine.colliders import Collider, ColliderSet
 from engine.colliders import kernels as ck
@@ -354,7 +354,9 @@ class HostStepper:
                 self.lib.dem_verlet_drift_host(g.address, self.step_index)
             self._forces()
             a = self._gravity(self.step_index + (1 if self.verlet else 0))
-            self.lib.dem_integrate_host(g.address, float(a[0]), float(a[1]), float(a[2]), self.step_index)
+            # The update kernel DeviceParticles picks.
+            update = self.lib.dem_integrate_rotating_host if rotating_update(self.model) else self.lib.dem_integrate_host
+            update(g.address, float(a[0]), float(a[1]), float(a[2]), self.step_index)
             self.step_index += 1
         assert g.arrays["diag"][0] == 2**31 - 1, "NaN on the host GPU path"
 

@@ -20,6 +20,11 @@ extern "C" void grid_forces_host(const DemParams* params, const unsigned int* st
     host_launch(params->particle_count, 256, grid_forces, params, start, sorted, pos_sorted);
 }
 
+extern "C" void grid_forces_rotating_host(const DemParams* params, const unsigned int* start, const int* sorted,
+                                          const float4* pos_sorted) {
+    host_launch(params->particle_count, 256, grid_forces_rotating, params, start, sorted, pos_sorted);
+}
+
 extern "C" void grid_pairs_host(const DemParams* params, const unsigned int* start, const int* sorted,
                                 const float4* pos_sorted, int2* pairs, unsigned int* count, unsigned int capacity) {
     host_launch(params->particle_count, 256, grid_pairs, params, start, sorted, pos_sorted, pairs, count, capacity);
@@ -47,6 +52,11 @@ extern "C" long long optix_dem_launch_host(const OptixDemParams* launch, const f
 // dem_integrate (kernels/dem_common.cu) over every slot.
 extern "C" void dem_integrate_host(const DemParams* params, float ax, float ay, float az, int step) {
     for (int i = 0; i < params->particle_count; ++i) dem_integrate_slot(*params, ax, ay, az, step, i);
+}
+
+// dem_integrate_rotating (kernels/dem_common.cu) over every slot.
+extern "C" void dem_integrate_rotating_host(const DemParams* params, float ax, float ay, float az, int step) {
+    for (int i = 0; i < params->particle_count; ++i) dem_integrate_slot_rotating(*params, ax, ay, az, step, i);
 }
 
 // Velocity Verlet's first half (dem_verlet_drift in kernels/dem_common.cu) over every slot.
