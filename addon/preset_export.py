@@ -27,6 +27,9 @@ def _emitter(index: int, source, seed: int, mesh_path: str) -> dict:
                "small_ratio": float(source.small_ratio), "shell": int(source.shell_layers), "seed": seed,
                "velocity": _vector(source.linear_velocity), "angular_velocity": _vector(source.angular_velocity),
                "pivot": _vector(source.pivot)}
+    if source.body != "loose":
+        emitter["body"] = source.body
+        emitter["glue_strength"] = float(source.glue_strength)
     if source.radius is not None:
         emitter["radius"] = float(source.radius)
     else:

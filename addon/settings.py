@@ -37,6 +37,8 @@ class SourceSettings:
         friction: Coulomb friction coefficient.
         rolling_friction: Rolling-resistance coefficient ("Rolling").
         cohesion: SJKR cohesion [Pa] ("Stickiness").
+        body: 'loose', 'glued' or 'rigid' (engine.model.Body).
+        glue_strength: Break stress of a glued object's bonds [Pa] ("Glue").
         linear_velocity: Initial velocity of the object's origin [m/s], (x, y, z).
         angular_velocity: Initial angular velocity about the origin [rad/s], (x, y, z).
         pivot: World position of the object's origin [m], (x, y, z).
@@ -58,6 +60,8 @@ class SourceSettings:
     pivot: tuple[float, float, float] = (0.0, 0.0, 0.0)
     rolling_friction: float = 0.0
     cohesion: float = 0.0
+    body: str = "loose"
+    glue_strength: float = 1.0e5
 
 
 @dataclass(frozen=True)
@@ -259,7 +263,7 @@ def setup_from_settings(settings: BakeSettings):
     Raises:
         MochiError: a source cannot be packed, a collider is invalid, or the scene is invalid.
     """
-    from ..engine.model import Domain, Gravity, Material
+    from ..engine.model import Body, Domain, Gravity, Material
     from ..engine.packing import rigid_velocities
     from ..engine.scene import setup_from_arrays
 
@@ -289,4 +293,6 @@ def setup_from_settings(settings: BakeSettings):
         fields=(), dt=sim.dt, substeps=sim.substeps, stiffness=sim.stiffness, fps=sim.fps,
         rebuild_interval=sim.rebuild_interval, seed=sim.seed, name=sim.scene_name or "Blender scene",
         colliders=colliders_from_settings(settings), friction_model=sim.friction_model,
-        rotation=sim.rotation, integrator=sim.integrator)
+        rotation=sim.rotation, integrator=sim.integrator,
+        bodies=tuple(Body(object_id=index, kind=source.body, glue_strength=source.glue_strength)
+                     for index, source in enumerate(settings.sources) if source.body != "loose"))

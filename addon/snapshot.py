@@ -94,7 +94,8 @@ def _source_settings(obj, context, frame_start: int, fps: float) -> SourceSettin
         small_ratio=s.small_ratio, shell_layers=s.shell_layers if s.fill == "SHELL" else 0,
         density=s.density, restitution=s.restitution, friction=s.friction,
         linear_velocity=linear, angular_velocity=angular, pivot=pivot,
-        rolling_friction=s.rolling_friction, cohesion=s.cohesion)
+        rolling_friction=s.rolling_friction, cohesion=s.cohesion, body=s.body.lower(),
+        glue_strength=s.glue_strength)
 
 
 def domain_blender_to_settings(obj: bpy.types.Object) -> DomainSettings:

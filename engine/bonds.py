@@ -128,3 +128,65 @@ def bonds_per_particle(bonds: Bonds | None, intact: np.ndarray | None, particle_
     live = bonds.pairs[intact.astype(bool)]
     counts = np.bincount(live.ravel(), minlength=particle_count)
     return np.minimum(counts, 255).astype(np.uint8)
+
+
+# --- rigid clumps ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class Clumps:
+    """Rigid bodies made of grains (issue 16 §4): static data, in the body frame (= the world frame at
+    the start, orientation identity).
+
+    Attributes:
+        clump: Clump of each particle, −1 for none, int32 (n,).
+        start, members: CSR member lists, int64 (C+1,) and int32 (M,).
+        offset: Position of each member relative to its clump's centre of mass in the body frame [m],
+            float64 (n, 3) (0 for grains in no clump).
+        mass: Clump masses [kg], float64 (C,).
+        inertia_inv: Inverse inertia tensors about the centre of mass, body frame [1/(kg m²)],
+            float64 (C, 3, 3) (members as solid spheres plus the parallel-axis terms).
+    """
+
+    clump: np.ndarray
+    start: np.ndarray
+    members: np.ndarray
+    offset: np.ndarray
+    mass: np.ndarray
+    inertia_inv: np.ndarray
+
+    @property
+    def count(self) -> int:
+        return int(self.mass.shape[0])
+
+
+def make_clumps(positions: np.ndarray, radius: np.ndarray, mass: np.ndarray, object_id: np.ndarray,
+                bodies: tuple[Body, ...]) -> Clumps | None:
+    """Clumps of every rigid body, or None when there is none."""
+    rigid = [b.object_id for b in bodies if b.kind == "rigid"]
+    if not rigid:
+        return None
+    n = positions.shape[0]
+    x = np.asarray(positions, np.float64)
+    m = np.asarray(mass, np.float64)
+    r = np.asarray(radius, np.float64)
+    clump = np.full(n, -1, np.int32)
+    groups = [np.flatnonzero(np.asarray(object_id) == obj) for obj in sorted(rigid)]
+    groups = [g for g in groups if g.size]
+    offset = np.zeros((n, 3))
+    masses, inverses = [], []
+    for c, members in enumerate(groups):
+        clump[members] = c
+        total = m[members].sum()
+        centre = (m[members, None] * x[members]).sum(axis=0) / total
+        p = x[members] - centre
+        offset[members] = p
+        sphere = 0.4 * m[members] * r[members] ** 2
+        inertia = np.eye(3) * (sphere.sum() + (m[members] * (p * p).sum(axis=1)).sum()) \
+            - np.einsum("i,ij,ik->jk", m[members], p, p)
+        masses.append(total)
+        inverses.append(np.linalg.inv(inertia))
+    start = np.zeros(len(groups) + 1, np.int64)
+    np.cumsum([g.size for g in groups], out=start[1:])
+    return Clumps(clump=clump, start=start, members=np.concatenate(groups).astype(np.int32), offset=offset,
+                  mass=np.array(masses), inertia_inv=np.array(inverses))

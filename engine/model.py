@@ -212,6 +212,7 @@ class Model:
         physics: Scalar settings.
         colliders: Triangle-mesh colliders (an ``engine.colliders.ColliderSet``) or None.
         bonds: The glue bonds made at the start (an ``engine.bonds.Bonds``) or None.
+        clumps: The rigid bodies (an ``engine.bonds.Clumps``) or None.
     """
 
     radius: np.ndarray
@@ -222,6 +223,7 @@ class Model:
     physics: Physics
     colliders: object | None = None
     bonds: object | None = None
+    clumps: object | None = None
 
     @property
     def particle_count(self) -> int:
@@ -266,17 +268,16 @@ def build_model(radius: np.ndarray, physics: Physics, *, material_index: np.ndar
                          f"{len(physics.materials)} materials are defined.")
     obj = np.zeros(n, np.int32) if object_id is None else np.ascontiguousarray(object_id, np.int32)
     pid = np.arange(n, dtype=np.int32) if particle_id is None else np.ascontiguousarray(particle_id, np.int32)
-    bonds = None
+    bonds = clumps = None
+    mass = particle_masses(radius, mat, physics.materials)
     if physics.bodies:
-        from .bonds import check_bodies, make_bonds
+        from .bonds import check_bodies, make_bonds, make_clumps
 
         check_bodies(physics.bodies)
-        if any(b.kind == "rigid" for b in physics.bodies):
-            raise MochiError("Rigid bodies (clumps) are not available yet; use 'glued' or 'loose'.")
         if positions is not None:
             bonds = make_bonds(positions, radius, obj, physics.bodies, physics.stiffness)
-        elif any(b.kind == "glued" for b in physics.bodies):
-            raise MochiError("Glued bodies need the initial positions to make their bonds.")
-    return Model(radius=radius, mass=particle_masses(radius, mat, physics.materials),
-                 material_index=mat, object_id=obj, particle_id=pid, physics=physics, colliders=colliders,
-                 bonds=bonds)
+            clumps = make_clumps(positions, radius, mass, obj, physics.bodies)
+        elif any(b.kind != "loose" for b in physics.bodies):
+            raise MochiError("Glued and rigid bodies need the initial positions to make their bonds and clumps.")
+    return Model(radius=radius, mass=mass, material_index=mat, object_id=obj, particle_id=pid, physics=physics,
+                 colliders=colliders, bonds=bonds, clumps=clumps)

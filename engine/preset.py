@@ -319,7 +319,7 @@ def _parse_emitter(c: _Checker, raw: Any, where: str, material_names: list[str],
         copies=copy_offsets,
         seed=c.number(e, where, "seed", None, low=0, integer=True),
         pivot=c.vector(e, where, "pivot", None),
-        body=c.string(e, where, "body", "loose", choices=("loose", "glued")),
+        body=c.string(e, where, "body", "loose", choices=("loose", "glued", "rigid")),
         glue_strength=c.number(e, where, "glue_strength", 1.0e5, low=0, low_open=True),
         glue_stiffness=c.number(e, where, "glue_stiffness", 0.0, low=0))
 

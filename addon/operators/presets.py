@@ -104,6 +104,9 @@ def apply_preset(preset, scene: bpy.types.Scene, active: bpy.types.Object | None
         active.mochi.friction = material["friction"]
         active.mochi.rolling_friction = material["rolling_friction"]
         active.mochi.cohesion = material["cohesion"]
+        if preset.emitters:
+            active.mochi.body = preset.emitters[0].body.upper()
+            active.mochi.glue_strength = preset.emitters[0].glue_strength
 
 
 class MOCHI_OT_preset_apply(bpy.types.Operator):

@@ -64,6 +64,18 @@ class MochiObjectSettings(bpy.types.PropertyGroup):
         "this value times their contact area, like damp sand, snow or sugar. With the linear contact "
         "spring it only holds grains together above stiffness / (2π × radius); below that it softens contacts",
         default=0.0, min=0.0, soft_min=0.0, soft_max=1.0e6)
+    body: EnumProperty(
+        name="Body", description="How the grains packed from this object hold together",
+        items=(("LOOSE", "Loose", "Every grain moves on its own"),
+               ("GLUED", "Glued", "Touching grains are glued by bonds that break under stress (Glue) and stay "
+                "broken: the object cracks or holds on impact"),
+               ("RIGID", "Rigid", "All grains move as one rigid body that never deforms")),
+        default="LOOSE")
+    glue_strength: FloatProperty(
+        name="Glue", description="Strength of the bonds of a glued object, in pascals (Pa): a bond breaks when "
+        "its tension or shear stress exceeds it. About 1e4 Pa cracks a hand-sized object dropped from "
+        "knee height; 1e6 Pa holds",
+        default=1.0e5, min=1.0e-3, soft_min=1.0e2, soft_max=1.0e7)
     velocity_source: EnumProperty(
         name="Initial Velocity", description="Where the grains' initial velocity comes from",
         items=(("MANUAL", "Manual", "Set the linear and angular velocity by hand"),

@@ -48,6 +48,10 @@ class MOCHI_PT_object(_PhysicsPanel, bpy.types.Panel):
         col.prop(s, "rolling_friction")
         col.prop(s, "cohesion")
         col = layout.column()
+        col.prop(s, "body")
+        if s.body == "GLUED":
+            col.prop(s, "glue_strength")
+        col = layout.column()
         col.prop(s, "velocity_source")
         if s.velocity_source == "MANUAL":
             col.prop(s, "linear_velocity")

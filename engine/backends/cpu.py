@@ -133,7 +133,15 @@ class BackendCpu(Backend):
         # The paper's model runs the original kernels (its results keep their bits).
         self.bonds = model.bonds if model.bonds is not None and model.bonds.count else None
         self.full = self.rotation or not self.euler or self.rolling or bool(self.cohesion.any()) \
-            or bool(self.wall_cohesion.any()) or self.bonds is not None
+            or bool(self.wall_cohesion.any()) or self.bonds is not None or model.clumps is not None
+        self.clumps = model.clumps
+        self.clump_of = model.clumps.clump if model.clumps is not None else np.full(n, -1, np.int32)
+        if self.clumps is not None:
+            c = self.clumps.count
+            # Rigid-body state per clump: centre X, velocity V, angular momentum L, orientation q, and the
+            # force and torque sums of the last pass (Verlet's first half uses them).
+            self.body = {name: np.zeros((c, 4 if name == "orientation" else 3))
+                         for name in ("centre", "velocity", "momentum", "orientation", "force", "torque")}
         if self.bonds is not None:
             self.bond_start, self.bond_other, self.bond_index = bond_rows(self.bonds, n)
             self.bond_shear = np.zeros((self.bonds.count, 3), np.float64)  # ξ_b [m]
@@ -179,6 +187,35 @@ class BackendCpu(Backend):
         if self.bonds is not None:
             self.bond_shear[:] = 0.0
             self.bond_intact[:] = 1
+        if self.clumps is not None:
+            self._clumps_from_state()
+
+    def _clumps_from_state(self) -> None:
+        """Rigid-body state of each clump from its members (centre of mass, momentum, angular momentum
+        about the centre; orientation identity: the body frame is the frame of the initial positions)."""
+        s, m, c = self.state, self.model, self.clumps
+        mass = m.mass.astype(np.float64)
+        x = s.positions.astype(np.float64)
+        v = s.velocities.astype(np.float64)
+        for index in range(c.count):
+            members = c.members[c.start[index]:c.start[index + 1]]
+            w = mass[members, None]
+            centre = (w * x[members]).sum(axis=0) / c.mass[index]
+            self.body["centre"][index] = centre
+            self.body["velocity"][index] = (w * v[members]).sum(axis=0) / c.mass[index]
+            spin = 0.4 * w * m.radius[members, None].astype(np.float64) ** 2 * s.angular_velocities[members]
+            self.body["momentum"][index] = (np.cross(x[members] - centre, w * v[members]) + spin).sum(axis=0)
+        self.body["orientation"][:] = (1.0, 0.0, 0.0, 0.0)
+        self.body["force"][:] = 0.0
+        self.body["torque"][:] = 0.0
+
+    def _clump_step(self, phase: int) -> float:
+        m, s, c = self.model, self.state, self.clumps
+        b = self.body
+        return k.clump_step(phase, c.start, c.members, c.offset, c.mass, c.inertia_inv, b["centre"], b["velocity"],
+                            b["momentum"], b["orientation"], b["force"], b["torque"], s.positions, s.velocities,
+                            s.angular_velocities, s.orientations, self.acc, self.alpha, m.mass, m.radius,
+                            m.physics.dt, self.pos_ref)
         if self.model.colliders is not None:
             self.model.colliders.reset_history()
 
@@ -198,6 +235,8 @@ class BackendCpu(Backend):
         if self.bonds is not None:
             history["bond_shear"] = self.bond_shear.copy()
             history["bond_intact"] = self.bond_intact.copy()
+        if self.clumps is not None:
+            history.update({f"clump_{name}": value.copy() for name, value in self.body.items()})
         if self.model.colliders is not None:
             history.update(self.model.colliders.get_history())
         return history
@@ -216,6 +255,9 @@ class BackendCpu(Backend):
             pair[:, 3:] = history["pair_rolling"][order]
             self.wall_hist[:, :, 3:] = history["wall_rolling"]
         self._restored = (start, history["pair_j"][order].astype(np.int32), pair)
+        if self.clumps is not None and "clump_centre" in history:
+            for name in self.body:
+                self.body[name][:] = history[f"clump_{name}"]
         if self.bonds is not None and "bond_intact" in history:
             self.bond_shear[:] = history["bond_shear"]
             self.bond_intact[:] = history["bond_intact"]
@@ -365,7 +407,7 @@ class BackendCpu(Backend):
         k.pair_forces_full(s.positions, s.velocities, s.angular_velocities, m.radius, m.mass, m.material_index,
                            s.active, nb.nbr_start, nb.nbr_j, self.beta, self.mu, self.roll, self.cohesion,
                            float(physics.stiffness), self.spring, dt_history, self.hist, self.pair_force,
-                           self.pair_torque, self.force, self.torque, self.bonded)
+                           self.pair_torque, self.force, self.torque, self.bonded, self.clump_of)
         k.gather_reactions(self.force, self.pair_force, nb.rev_start, nb.rev_pair)
         k.gather_torques(self.torque, self.pair_torque, nb.rev_start, nb.rev_pair)
         if self.bonds is not None:
@@ -412,11 +454,15 @@ class BackendCpu(Backend):
                         timings.rebuilds += 1
                     self._forces_full(s.step * dt, 0.0, timings)
                     self._kick(accel, 0.0, 0.0)
+                    if self.clumps is not None:
+                        self._clump_step(0)
                     self.primed = True
                 previous = s.positions.copy() if m.colliders is not None else None
                 disp2, bad = k.drift(s.positions, s.velocities, s.angular_velocities, s.orientations, self.acc,
                                      self.alpha, s.active, dt, self.rotation, self.lo, self.hi, self.wall_mask,
                                      self.pos_ref)
+                if self.clumps is not None:
+                    disp2 = max(disp2, self._clump_step(2))
                 if m.colliders is not None:
                     c0 = time.perf_counter()
                     m.colliders.after_integrate((s.step + 1) * dt, previous, s.positions, s.velocities, m.radius,
@@ -441,6 +487,8 @@ class BackendCpu(Backend):
             previous = s.positions.copy() if (m.colliders is not None and self.euler) else None
             t2 = time.perf_counter()
             disp2, speed2, bad = self._kick(accel, dt, 0.5 * dt)
+            if self.clumps is not None:
+                disp2 = max(disp2, self._clump_step(1 if self.euler else 3))
             if m.colliders is not None and self.euler:
                 c0 = time.perf_counter()
                 m.colliders.after_integrate((s.step + 1) * dt, previous, s.positions, s.velocities, m.radius,

@@ -588,13 +588,14 @@ def _contact_full(nx, ny, nz, overlap, dvx, dvy, dvz, wix, wiy, wiz, wjx, wjy, w
 @njit(parallel=True, **KERNEL_OPTIONS)
 def pair_forces_full(pos, vel, omega, radius, mass, material, active, nbr_start, nbr_j, beta_table, mu_table,
                      roll_table, cohesion_table, stiffness, spring, dt, hist, pair_force, pair_torque, force,
-                     torque, bonded):
+                     torque, bonded, clump):
     """``pair_forces`` with rotation, rolling resistance and cohesion.
 
     Writes per list entry the force on i (``pair_force`` (P, 3)) and the torques on i and on j
     (``pair_torque`` (P, 6)), and the sums of a row's own entries to ``force[i]``/``torque[i]`` (n, 3).
     ``hist`` (P, 6): ξ then ξ_r of each entry [m], reset when the pair separates. Entries flagged in
-    ``bonded`` (P,) are held by an intact glue bond: no contact (``bond_forces`` acts instead).
+    ``bonded`` (P,) are held by an intact glue bond: no contact (``bond_forces`` acts instead); two
+    grains of one rigid clump (``clump`` (n,) int32, −1: none) never touch.
     """
     for i in prange(pos.shape[0]):
         fx_sum = fy_sum = fz_sum = 0.0
@@ -614,7 +615,7 @@ def pair_forces_full(pos, vel, omega, radius, mass, material, active, nbr_start,
             rj = np.float64(radius[j])
             reach = ri + rj
             d2 = dx * dx + dy * dy + dz * dz
-            if d2 > reach * reach or bonded[p]:
+            if d2 > reach * reach or bonded[p] or (clump[i] >= 0 and clump[i] == clump[j]):
                 for a in range(6):
                     hist[p, a] = 0.0
                 continue
@@ -812,13 +813,13 @@ def kick(pos, vel, omega, quat, force, torque, radius, mass, material, active, a
             pos[i, 2] = pz + np.float64(vel[i, 2]) * dt
             if rotation:
                 _turn(quat, i, np.float64(omega[i, 0]), np.float64(omega[i, 1]), np.float64(omega[i, 2]), dt)
-        else:
-            acc[i, 0] = ax
-            acc[i, 1] = ay
-            acc[i, 2] = az
-            alpha[i, 0] = tx / inertia
-            alpha[i, 1] = ty / inertia
-            alpha[i, 2] = tz / inertia
+        # Stored with Euler too: rigid clumps sum their members' forces from them.
+        acc[i, 0] = ax
+        acc[i, 1] = ay
+        acc[i, 2] = az
+        alpha[i, 0] = tx / inertia
+        alpha[i, 1] = ty / inertia
+        alpha[i, 2] = tz / inertia
         vx, vy, vz = np.float64(vel[i, 0]), np.float64(vel[i, 1]), np.float64(vel[i, 2])
         speed2 = vx * vx + vy * vy + vz * vz
         if not (math.isfinite(speed2) and math.isfinite(pos[i, 0] + pos[i, 1] + pos[i, 2])
@@ -958,3 +959,119 @@ def bond_forces(pos, vel, omega, radius, mass, material, active, beta_table, pai
         torque[j, 1] -= arm_j * cy
         torque[j, 2] -= arm_j * cz
     return broken
+
+
+# --- rigid clumps (engine.bonds.Clumps) ---------------------------------------------------------------
+
+
+@njit(**KERNEL_OPTIONS)
+def _rotation_matrix(q0, q1, q2, q3):
+    """Rotation matrix (3, 3) of the unit quaternion (w, x, y, z)."""
+    m = np.empty((3, 3))
+    m[0, 0] = 1.0 - 2.0 * (q2 * q2 + q3 * q3)
+    m[0, 1] = 2.0 * (q1 * q2 - q0 * q3)
+    m[0, 2] = 2.0 * (q1 * q3 + q0 * q2)
+    m[1, 0] = 2.0 * (q1 * q2 + q0 * q3)
+    m[1, 1] = 1.0 - 2.0 * (q1 * q1 + q3 * q3)
+    m[1, 2] = 2.0 * (q2 * q3 - q0 * q1)
+    m[2, 0] = 2.0 * (q1 * q3 - q0 * q2)
+    m[2, 1] = 2.0 * (q2 * q3 + q0 * q1)
+    m[2, 2] = 1.0 - 2.0 * (q1 * q1 + q2 * q2)
+    return m
+
+
+@njit(**KERNEL_OPTIONS)
+def _clump_omega(rot, inertia_inv, lx, ly, lz):
+    """Ω = R I_b⁻¹ Rᵀ L (world frame)."""
+    bx = rot[0, 0] * lx + rot[1, 0] * ly + rot[2, 0] * lz
+    by = rot[0, 1] * lx + rot[1, 1] * ly + rot[2, 1] * lz
+    bz = rot[0, 2] * lx + rot[1, 2] * ly + rot[2, 2] * lz
+    wx = inertia_inv[0, 0] * bx + inertia_inv[0, 1] * by + inertia_inv[0, 2] * bz
+    wy = inertia_inv[1, 0] * bx + inertia_inv[1, 1] * by + inertia_inv[1, 2] * bz
+    wz = inertia_inv[2, 0] * bx + inertia_inv[2, 1] * by + inertia_inv[2, 2] * bz
+    return (rot[0, 0] * wx + rot[0, 1] * wy + rot[0, 2] * wz, rot[1, 0] * wx + rot[1, 1] * wy + rot[1, 2] * wz,
+            rot[2, 0] * wx + rot[2, 1] * wy + rot[2, 2] * wz)
+
+
+@njit(**KERNEL_OPTIONS)
+def clump_step(phase, start, members, offset, body_mass, inertia_inv, centre, velocity, momentum, orientation,
+               body_force, body_torque, pos, vel, omega, quat, acc, alpha, mass, radius, dt, pos_ref):
+    """Move every clump as one rigid body, then set its members from it. One thread, fixed order.
+
+    The members' total forces and torques come from ``acc``/``alpha`` (n, 3) (what ``kick`` left:
+    force/m + gravity + fields, torque/I). Angular motion integrates the world angular momentum L
+    (so a free clump keeps L exactly) with Ω = R I_b⁻¹ Rᵀ L and the quaternion turned by Ω.
+
+    Args:
+        phase: 0 sums only (Verlet start), 1 Euler step, 2 Verlet drift (first half, with the stored
+            ``body_force``/``body_torque``), 3 Verlet kick (second half with the new sums).
+        centre, velocity, momentum: X [m], V [m/s], L [kg m²/s] per clump, float64 (C, 3).
+        orientation: Body quaternion (w, x, y, z), float64 (C, 4).
+        body_force, body_torque: Sums of the last force pass [N], [N m], float64 (C, 3).
+
+    Returns:
+        Largest member displacement² since the last neighbour build [m²].
+    """
+    max_disp2 = 0.0
+    for c in range(body_mass.shape[0]):
+        rot = _rotation_matrix(orientation[c, 0], orientation[c, 1], orientation[c, 2], orientation[c, 3])
+        if phase != 2:
+            fx = fy = fz = tx = ty = tz = 0.0
+            for k in range(start[c], start[c + 1]):
+                i = members[k]
+                m = np.float64(mass[i])
+                px = rot[0, 0] * offset[i, 0] + rot[0, 1] * offset[i, 1] + rot[0, 2] * offset[i, 2]
+                py = rot[1, 0] * offset[i, 0] + rot[1, 1] * offset[i, 1] + rot[1, 2] * offset[i, 2]
+                pz = rot[2, 0] * offset[i, 0] + rot[2, 1] * offset[i, 1] + rot[2, 2] * offset[i, 2]
+                gx, gy, gz = m * acc[i, 0], m * acc[i, 1], m * acc[i, 2]
+                inertia = 0.4 * m * np.float64(radius[i]) ** 2
+                fx += gx
+                fy += gy
+                fz += gz
+                tx += py * gz - pz * gy + inertia * alpha[i, 0]
+                ty += pz * gx - px * gz + inertia * alpha[i, 1]
+                tz += px * gy - py * gx + inertia * alpha[i, 2]
+            body_force[c, 0], body_force[c, 1], body_force[c, 2] = fx, fy, fz
+            body_torque[c, 0], body_torque[c, 1], body_torque[c, 2] = tx, ty, tz
+        if phase == 0:
+            continue
+        h = dt if phase == 1 else 0.5 * dt
+        for a in range(3):
+            velocity[c, a] += h * body_force[c, a] / body_mass[c]
+            momentum[c, a] += h * body_torque[c, a]
+        if phase != 3:
+            for a in range(3):
+                centre[c, a] += dt * velocity[c, a]
+            wx, wy, wz = _clump_omega(rot, inertia_inv[c], momentum[c, 0], momentum[c, 1], momentum[c, 2])
+            q0, q1, q2, q3 = orientation[c, 0], orientation[c, 1], orientation[c, 2], orientation[c, 3]
+            n0 = q0 - 0.5 * dt * (wx * q1 + wy * q2 + wz * q3)
+            n1 = q1 + 0.5 * dt * (wx * q0 + wy * q3 - wz * q2)
+            n2 = q2 + 0.5 * dt * (wy * q0 + wz * q1 - wx * q3)
+            n3 = q3 + 0.5 * dt * (wz * q0 + wx * q2 - wy * q1)
+            norm = math.sqrt(n0 * n0 + n1 * n1 + n2 * n2 + n3 * n3)
+            orientation[c, 0], orientation[c, 1] = n0 / norm, n1 / norm
+            orientation[c, 2], orientation[c, 3] = n2 / norm, n3 / norm
+            rot = _rotation_matrix(orientation[c, 0], orientation[c, 1], orientation[c, 2], orientation[c, 3])
+        wx, wy, wz = _clump_omega(rot, inertia_inv[c], momentum[c, 0], momentum[c, 1], momentum[c, 2])
+        for k in range(start[c], start[c + 1]):
+            i = members[k]
+            px = rot[0, 0] * offset[i, 0] + rot[0, 1] * offset[i, 1] + rot[0, 2] * offset[i, 2]
+            py = rot[1, 0] * offset[i, 0] + rot[1, 1] * offset[i, 1] + rot[1, 2] * offset[i, 2]
+            pz = rot[2, 0] * offset[i, 0] + rot[2, 1] * offset[i, 1] + rot[2, 2] * offset[i, 2]
+            if phase != 3:
+                pos[i, 0] = centre[c, 0] + px
+                pos[i, 1] = centre[c, 1] + py
+                pos[i, 2] = centre[c, 2] + pz
+                for a in range(4):
+                    quat[i, a] = orientation[c, a]
+                ddx = pos[i, 0] - pos_ref[i, 0]
+                ddy = pos[i, 1] - pos_ref[i, 1]
+                ddz = pos[i, 2] - pos_ref[i, 2]
+                max_disp2 = max(max_disp2, ddx * ddx + ddy * ddy + ddz * ddz)
+            vel[i, 0] = velocity[c, 0] + wy * pz - wz * py
+            vel[i, 1] = velocity[c, 1] + wz * px - wx * pz
+            vel[i, 2] = velocity[c, 2] + wx * py - wy * px
+            omega[i, 0] = wx
+            omega[i, 1] = wy
+            omega[i, 2] = wz
+    return max_disp2

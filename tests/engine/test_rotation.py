@@ -132,7 +132,8 @@ def test_full_kernel_matches_the_reference_on_random_contacts(rng, friction_mode
         force, torque = np.zeros((2, 3)), np.zeros((2, 3))
         k.pair_forces_full(pos, vel, omega, radius, mass, np.zeros(2, np.int32), np.ones(2, np.uint8),
                            np.array([0, 1, 1], np.int64), np.array([1], np.int32), beta, mu, roll, cohesion,
-                           STIFFNESS, spring, DT, hist, pair_force, pair_torque, force, torque, np.zeros(1, np.uint8))
+                           STIFFNESS, spring, DT, hist, pair_force, pair_torque, force, torque, np.zeros(1, np.uint8),
+                           np.full(2, -1, np.int32))
         f, ti, tj, xi_t, xi_r = contact_response(
             pos[0], pos[1], vel[0], vel[1], omega[0], omega[1], float(ri), float(rj), float(mass[0]),
             float(mass[1]), STIFFNESS, float(beta[0, 0]), float(mu[0, 0]), mu_roll=float(roll[0, 0]),
