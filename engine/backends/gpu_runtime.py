@@ -259,13 +259,14 @@ def rotating_update(model) -> bool:
 
 
 def check_bodies(model) -> None:
-    """Refuse rigid bodies (clumps), which the GPU kernels do not simulate yet (glue bonds they do).
+    """Refuse rigid bodies (clumps, ``Model.clumps``), which the GPU kernels do not simulate yet (glue
+    bonds they do).
 
     Raises:
-        MochiError: The model has a clump index ≥ 0.
+        MochiError: The model has a clump.
     """
-    clump = getattr(model, "clump", None)
-    if clump is not None and bool(np.any(np.asarray(clump) >= 0)):
+    clumps = getattr(model, "clumps", None)
+    if clumps is not None and clumps.count > 0:
         raise MochiError("The GPU backends do not simulate rigid bodies yet; bake this scene with the CPU "
                          "backend or set its objects' body to Glued or Loose.")
 

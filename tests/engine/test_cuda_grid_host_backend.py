@@ -271,12 +271,14 @@ def test_backends_refuse_rigid_bodies(host_backend, rng):
     """Rigid bodies (clumps) and unknown integrators are refused in one sentence rather than baked wrong."""
     import dataclasses
 
-    from engine.model import build_model
+    from engine.model import Body, build_model
 
-    model, _ = _stirred(rng, "verlet")
-    fields = {f: getattr(model, f) for f in model.__dataclass_fields__}
+    model, state = _stirred(rng, "verlet")
+    rigid = dataclasses.replace(model.physics, bodies=(Body(object_id=0, kind="rigid"),))
+    clumped = build_model(model.radius, rigid, positions=state.positions)
+    assert clumped.clumps is not None and clumped.clumps.count == 1
     with pytest.raises(MochiError, match="rigid"):
-        gpu_runtime.check_bodies(types.SimpleNamespace(**fields, clump=np.zeros(model.particle_count, np.int32)))
+        host_backend(clumped)
     with pytest.raises(MochiError, match="integrators"):
         host_backend(build_model(model.radius, dataclasses.replace(model.physics, integrator="rk4")))
 
