@@ -26,6 +26,13 @@ extern "C" __global__ void dem_integrate_rotating(const DemParams* __restrict__ 
     if (i < params->particle_count) dem_integrate_slot_rotating(*params, ax, ay, az, step, i);
 }
 
+// Rigid clumps moved as one body each (dem_clump_step_one in kernels/dem_integrate.cuh), one thread per
+// clump; phase as there.
+extern "C" __global__ void dem_clump_step(const DemParams* __restrict__ params, int phase) {
+    const int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c < params->clump_count) dem_clump_step_one(*params, phase, c);
+}
+
 // Velocity Verlet's accelerations of the current state, before the first step (walls and fields
 // included; nothing moves); launched with DemParams::history_dt 0.
 extern "C" __global__ void dem_verlet_prime(const DemParams* __restrict__ params, float ax, float ay, float az,

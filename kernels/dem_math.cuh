@@ -218,7 +218,12 @@ __device__ __forceinline__ double dem_wall_contact_area(double r, double overlap
 
 // True when a contact needs the rotating law (issue 16) rather than the paper's dem_contact.
 __device__ __forceinline__ bool dem_rotating_law(const DemParams& P) {
-    return P.rotation || P.rolling_model || P.cohesion_model || P.bond_count > 0;
+    return P.rotation || P.rolling_model || P.cohesion_model || P.bond_count > 0 || P.clump_count > 0;
+}
+
+// True when model indices a and b belong to one rigid clump: they never touch.
+__device__ __forceinline__ bool dem_same_clump(const DemParams& P, int a, int b) {
+    return P.clump_count > 0 && P.clump_of[a] >= 0 && P.clump_of[a] == P.clump_of[b];
 }
 
 // Angular velocity of slot i [rad/s], zero without rotation.

@@ -18,6 +18,15 @@
 #define DEM_INFO_ACTIVE 1u
 #define DEM_INFO_MATERIAL_SHIFT 8
 
+// Layout of a row of DemParams::clump_body.
+#define DEM_CLUMP_CENTRE 0
+#define DEM_CLUMP_VELOCITY 3
+#define DEM_CLUMP_MOMENTUM 6
+#define DEM_CLUMP_ORIENTATION 9
+#define DEM_CLUMP_FORCE 13
+#define DEM_CLUMP_TORQUE 16
+#define DEM_CLUMP_BODY 19
+
 // DemParams::integrator.
 #define DEM_INTEGRATOR_EULER 0   // semi-implicit Euler: v ← v + a dt, x ← x + v dt (the paper's)
 #define DEM_INTEGRATOR_VERLET 1  // velocity Verlet, LAMMPS fix nve/sphere order (two half-kicks)
@@ -93,11 +102,21 @@ struct DemParams {
     const double* bond_props;   // (B, 4) rest length d0 [m], area A_b [m²], k_bn [N/m³], strength σ_b [Pa]
     float4* bond_state;         // (2, B) shear ξ_b [m] as seen from pair i in xyz, w = 1 intact, 0 broken; a
                                 // step reads half *spring_parity, and grain i of each pair writes the other
+    // Rigid clumps (engine.bonds.Clumps), by model index; body state in double as the CPU keeps it.
+    const int* clump_of;        // (n,) clump of each model index, −1 for none
+    const int* clump_start;     // (C + 1,) each clump's members in clump_members
+    const int* clump_members;   // (M,) model indices
+    const double* clump_offset; // (n, 3) member offset from its clump's centre of mass, body frame [m]
+    const double* clump_mass;   // (C,) [kg]
+    const double* clump_inertia_inv;  // (C, 3, 3) inverse inertia tensor about the centre, body frame
+    double* clump_body;         // (C, DEM_CLUMP_BODY): centre X [m], velocity V [m/s], angular momentum L
+                                // [kg m²/s], orientation q (w, x, y, z), force and torque sums of the last pass
     int rotation;               // 1: grains rotate (torques, ω, orientations); 0: the paper's model
     int integrator;             // DEM_INTEGRATOR_EULER or DEM_INTEGRATOR_VERLET
     int rolling_model;          // 1: some pair or wall has rolling friction (rolling history kept)
     int cohesion_model;         // 1: some pair or wall has cohesion
     int bond_count;             // B, 0 without glue bonds
+    int clump_count;            // C, 0 without rigid clumps
 };
 
 // OptiX launch parameters (kernels/optix_dem.cu, pipelineLaunchParamsVariableName "params").

@@ -133,6 +133,7 @@ extern "C" __global__ void __launch_bounds__(256, GRID_FORCES_MIN_BLOCKS) grid_f
         grid_for_each_contact(P, start, sorted, pos_sorted, i, pi, [&](int j, float4 pj, const DemPair& pair) {
             const int model_j = P.slot_to_model[j];
             if (dem_bonded(P, parity, model_i, model_j)) return;  // the glue bond acts instead
+            if (dem_same_clump(P, model_i, model_j)) return;      // one rigid body
             const float tie = model_i < model_j ? 1.0f : -1.0f;
             const bool owner = dem_owns(model_i, pi.w, model_j, pj.w);
             float3 spring = make_float3(0.0f, 0.0f, 0.0f), rolling = make_float3(0.0f, 0.0f, 0.0f);

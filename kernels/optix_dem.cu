@@ -102,6 +102,7 @@ __device__ __forceinline__ void optix_dem_rotating(const DemParams& P, int i) {
             dem_touch(pi, pj, pair);
             const int model_j = P.slot_to_model[j];
             if (dem_bonded(P, parity, model_i, model_j)) continue;  // the glue bond acts instead
+            if (dem_same_clump(P, model_i, model_j)) continue;      // one rigid body
             const float tie = model_i < model_j ? 1.0f : -1.0f;
             float3 spring = make_float3(0.0f, 0.0f, 0.0f), rolling = make_float3(0.0f, 0.0f, 0.0f);
             if (rows) dem_pair_history(P, parity, model_i, model_j, true, spring, rolling);

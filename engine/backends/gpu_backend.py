@@ -67,6 +67,7 @@ class BackendGpu(Backend):
         history = history_from_rows(p.get_springs() if p.rows_on else SpringRows.empty(p.particle_count))
         history.update(p.get_verlet())
         history.update(p.get_bonds())
+        history.update(p.get_clumps())
         if self.colliders is not None:
             history.update(self.colliders.get_history())
         return history
@@ -80,6 +81,7 @@ class BackendGpu(Backend):
             rows, self.springs_dropped = rows_from_history(history, self.model.radius)
             p.set_springs(rows)
         p.set_bonds(history)  # after set_springs, which chose the half the next step reads
+        p.set_clumps(history)
         p.set_verlet(history)
         if self.colliders is not None:
             self.colliders.set_history(history)
@@ -107,6 +109,7 @@ class BackendGpu(Backend):
         if self.colliders is not None:
             self.colliders.add_forces(p.step_index)
         p.prime()
+        p.clump_step(0)
         p.history_dt.fill(self.model.physics.dt)
 
     def _step(self, count: int) -> StepTimings:
@@ -122,6 +125,7 @@ class BackendGpu(Backend):
                 if self.colliders is not None:
                     self.colliders.remember_positions()
                 p.verlet_drift()
+                p.clump_step(2)
                 if self.colliders is not None:
                     self.colliders.sweep(p.step_index + 1)
             rebuild = self.needs_rebuild or self.steps_since_rebuild >= physics.rebuild_interval
@@ -141,6 +145,7 @@ class BackendGpu(Backend):
             if self.colliders is not None and not p.verlet_on:
                 self.colliders.remember_positions()
             p.integrate()
+            p.clump_step(3 if p.verlet_on else 1)
             if self.colliders is not None and not p.verlet_on:
                 c0 = timer.event()
                 self.colliders.sweep(p.step_index)  # the end of the step: integrate advanced it

@@ -64,9 +64,11 @@ DEM_PARAMS_DTYPE = np.dtype({
               "spring_parity", "spring_model", "tangential_ratio", "omega", "torque", "orientation", "accel",
               "alpha", "rolling", "wall_rolling", "rolling_mu", "cohesion", "wall_rolling_mu", "wall_cohesion",
               "history_dt", "model_to_slot", "bond_start", "bond_other", "bond_index", "bond_pairs", "bond_props",
-              "bond_state", "rotation", "integrator", "rolling_model", "cohesion_model", "bond_count"],
+              "bond_state", "clump_of", "clump_start", "clump_members", "clump_offset", "clump_mass",
+              "clump_inertia_inv", "clump_body", "rotation", "integrator", "rolling_model", "cohesion_model",
+              "bond_count", "clump_count"],
     "formats": ["u8"] * 11 + [("f8", (3,)), ("f8", (3,)), "f4", "f4", "f4", "i4", "i4", "i4", "i4", "f4", "f4",
-                              "u4", "u4", "u4", "u4"] + ["u8"] * 4 + ["i4", "f4"] + ["u8"] * 19 + ["i4"] * 5,
+                              "u4", "u4", "u4", "u4"] + ["u8"] * 4 + ["i4", "f4"] + ["u8"] * 26 + ["i4"] * 6,
 }, align=True)
 #: DemParams::integrator (DEM_INTEGRATOR_* in kernels/dem_params.h).
 INTEGRATORS = {"euler": 0, "verlet": 1}
@@ -249,7 +251,8 @@ def rotating_law(model) -> bool:
     """True when the contacts need the rotating law's kernels (dem_rotating_law in kernels/dem_math.cuh):
     rotation, rolling resistance, cohesion or glue bonds. Otherwise the paper's kernels run, as they were."""
     flags = law_flags(model.physics)
-    return bool(flags["rotation"] or flags["rolling_model"] or flags["cohesion_model"]) or model_bonds(model) is not None
+    return (bool(flags["rotation"] or flags["rolling_model"] or flags["cohesion_model"])
+            or model_bonds(model) is not None or model_clumps(model) is not None)
 
 
 def rotating_update(model) -> bool:
@@ -259,16 +262,47 @@ def rotating_update(model) -> bool:
 
 
 def check_bodies(model) -> None:
-    """Refuse rigid bodies (clumps, ``Model.clumps``), which the GPU kernels do not simulate yet (glue
-    bonds they do).
+    """Refuse rigid bodies (clumps, ``Model.clumps``) of grains that do not rotate: the GPU kernels
+    compute the torques a clump turns by only for rotating grains.
 
     Raises:
-        MochiError: The model has a clump.
+        MochiError: Clumps with ``Physics.rotation`` false.
     """
+    if model_clumps(model) is not None and not model.physics.rotation:
+        raise MochiError("Rigid bodies on the GPU need rotating grains; turn rotation on or bake this scene "
+                         "with the CPU backend.")
+
+
+def model_clumps(model):
+    """The model's rigid clumps (an ``engine.bonds.Clumps``), or None when it has none."""
     clumps = getattr(model, "clumps", None)
-    if clumps is not None and clumps.count > 0:
-        raise MochiError("The GPU backends do not simulate rigid bodies yet; bake this scene with the CPU "
-                         "backend or set its objects' body to Glued or Loose.")
+    return clumps if clumps is not None and clumps.count > 0 else None
+
+
+def clump_bodies(model, state) -> np.ndarray:
+    """Rigid-body state of each clump from its members, float64 (C, DEM_CLUMP_BODY = 19): centre of mass,
+    velocity, angular momentum about the centre, orientation identity (the body frame is the frame of
+    the initial positions), zero force and torque sums (as the CPU backend starts its clumps)."""
+    c = model_clumps(model)
+    mass = model.mass.astype(np.float64)
+    x = state.positions.astype(np.float64)
+    v = state.velocities.astype(np.float64)
+    body = np.zeros((c.count, 19))
+    for index in range(c.count):
+        members = c.members[c.start[index]:c.start[index + 1]]
+        w = mass[members, None]
+        centre = (w * x[members]).sum(axis=0) / c.mass[index]
+        body[index, 0:3] = centre
+        body[index, 3:6] = (w * v[members]).sum(axis=0) / c.mass[index]
+        spin = 0.4 * w * model.radius[members, None].astype(np.float64) ** 2 * state.angular_velocities[members]
+        body[index, 6:9] = (np.cross(x[members] - centre, w * v[members]) + spin).sum(axis=0)
+    body[:, 9] = 1.0
+    return body
+
+
+#: The clump state's history keys (the CPU backend's) and their columns in a ``clump_body`` row.
+CLUMP_HISTORY = {"clump_centre": slice(0, 3), "clump_velocity": slice(3, 6), "clump_momentum": slice(6, 9),
+                 "clump_orientation": slice(9, 13), "clump_force": slice(13, 16), "clump_torque": slice(16, 19)}
 
 
 def model_bonds(model):
@@ -287,7 +321,8 @@ DEM_PARAMS_ARRAYS = ("pos", "vel", "force", "info", "beta", "mu", "wall_beta", "
                      "field_grid", "diag", "springs", "wall_springs", "slot_to_model", "spring_parity", "omega",
                      "torque", "orientation", "accel", "alpha", "rolling", "wall_rolling", "rolling_mu", "cohesion",
                      "wall_rolling_mu", "wall_cohesion", "history_dt", "model_to_slot", "bond_start", "bond_other",
-                     "bond_index", "bond_pairs", "bond_props", "bond_state")
+                     "bond_index", "bond_pairs", "bond_props", "bond_state", "clump_of", "clump_start",
+                     "clump_members", "clump_offset", "clump_mass", "clump_inertia_inv", "clump_body")
 
 
 def fill_dem_params(record, arrays: dict, model: Model, *, field_count: int, pointer, **extra) -> None:
@@ -318,6 +353,8 @@ def fill_dem_params(record, arrays: dict, model: Model, *, field_count: int, poi
     record["spring_model"] = int(uses_springs(physics))
     bonds = model_bonds(model)
     record["bond_count"] = 0 if bonds is None else bonds.count
+    clumps = model_clumps(model)
+    record["clump_count"] = 0 if clumps is None else clumps.count
     record["tangential_ratio"] = TANGENTIAL_STIFFNESS_RATIO
     for name, value in law_flags(physics).items():
         record[name] = value
@@ -444,7 +481,9 @@ class DeviceParticles:
         self.torque = cupy.zeros((max(spinning, 1), 4), cupy.float32)
         self.orientation = cupy.zeros((max(spinning, 1), 4), cupy.float32)
         self.alpha = cupy.zeros((max(spinning, 1), 4), cupy.float32)
-        self.accel = cupy.zeros((max(n if self.verlet_on else 0, 1), 4), cupy.float32)
+        self.clumps = model_clumps(model)
+        # Verlet's accelerations; the clumps sum their members' forces from them with Euler too.
+        self.accel = cupy.zeros((max(n if self.verlet_on or self.clumps is not None else 0, 1), 4), cupy.float32)
         for name, table in rotation_tables(physics).items():
             setattr(self, name, cupy.asarray(np.ascontiguousarray(table.ravel())))
         self.history_dt = cupy.full(1, physics.dt, cupy.float32)
@@ -466,6 +505,21 @@ class DeviceParticles:
                 setattr(self, name, cupy.zeros(2, cupy.int32))
             self.bond_props = cupy.zeros(4, cupy.float64)
             self.bond_state = cupy.zeros((1, 4), cupy.float32)
+        c = self.clumps
+        if c is not None:
+            self.clump_of = cupy.asarray(np.ascontiguousarray(c.clump, np.int32))
+            self.clump_start = cupy.asarray(np.ascontiguousarray(c.start, np.int32))
+            self.clump_members = cupy.asarray(np.ascontiguousarray(c.members, np.int32))
+            self.clump_offset = cupy.asarray(np.ascontiguousarray(c.offset, np.float64))
+            self.clump_mass = cupy.asarray(np.ascontiguousarray(c.mass, np.float64))
+            self.clump_inertia_inv = cupy.asarray(np.ascontiguousarray(c.inertia_inv, np.float64).reshape(-1))
+            self.clump_body = cupy.zeros((c.count, 19), cupy.float64)
+        else:
+            for name in ("clump_of", "clump_start", "clump_members"):
+                setattr(self, name, cupy.zeros(2, cupy.int32))
+            for name in ("clump_offset", "clump_mass", "clump_inertia_inv"):
+                setattr(self, name, cupy.zeros(3, cupy.float64))
+            self.clump_body = cupy.zeros((1, 19), cupy.float64)
         #: Velocity Verlet: ``accel``/``alpha`` hold the accelerations of the current state.
         self.primed = False
         self.host_params = np.zeros(1, DEM_PARAMS_DTYPE)
@@ -480,6 +534,7 @@ class DeviceParticles:
         self._integrate = module.get_function("dem_integrate_rotating" if rotating_update(model) else "dem_integrate")
         self._verlet_drift = module.get_function("dem_verlet_drift")
         self._verlet_prime = module.get_function("dem_verlet_prime")
+        self._clump_step = module.get_function("dem_clump_step")
         self._morton = module.get_function("dem_morton_keys")
         self._gather4 = module.get_function("gather_float4")
         self._gather1 = module.get_function("gather_u32")
@@ -540,9 +595,11 @@ class DeviceParticles:
             self.orientation.set(orientation)
             self.torque.fill(0)
             self.alpha.fill(0)
-        if self.verlet_on:
+        if self.verlet_on or self.clumps is not None:
             self.accel.fill(0)
             self.primed = False
+        if self.clumps is not None:
+            self.clump_body.set(clump_bodies(m, state))
         self.step_index = int(state.step)
         self.last_checked_step = int(state.step)
 
@@ -567,6 +624,29 @@ class DeviceParticles:
             state.bonds = bonds_per_particle(self.bonds, self.get_bonds()["bond_intact"], n)
         self.check()
         return state
+
+    def get_clumps(self) -> dict[str, np.ndarray]:
+        """The rigid clumps' body state in the CPU backend's history keys (``CLUMP_HISTORY``), float64;
+        empty without clumps."""
+        if self.clumps is None:
+            return {}
+        body = self.clump_body.get()
+        return {name: np.ascontiguousarray(body[:, columns]) for name, columns in CLUMP_HISTORY.items()}
+
+    def set_clumps(self, history: dict) -> None:
+        """Restore ``get_clumps``'s arrays (missing keys: the state ``upload`` derived); synchronous."""
+        if self.clumps is None or "clump_centre" not in history:
+            return
+        body = self.clump_body.get()
+        for name, columns in CLUMP_HISTORY.items():
+            body[:, columns] = np.asarray(history[name], np.float64).reshape(body[:, columns].shape)
+        self.clump_body.set(body)
+
+    def clump_step(self, phase: int) -> None:
+        """Move every rigid clump as one body and set its members (kernels/dem_common.cu
+        ``dem_clump_step``: 0 sums only, 1 Euler, 2 and 3 Verlet's halves); no-op without clumps."""
+        if self.clumps is not None:
+            self._clump_step(blocks(self.clumps.count), (BLOCK,), (self.params, np.int32(phase)))
 
     def get_bonds(self) -> dict[str, np.ndarray]:
         """The glue bonds' state the next step reads, in the CPU backend's history keys: ``bond_shear``
@@ -605,7 +685,7 @@ class DeviceParticles:
         arrays = [self.pos, self.vel]
         if self.rotation_on:
             arrays += [self.omega, self.orientation, self.alpha]
-        if self.verlet_on:
+        if self.verlet_on or self.clumps is not None:
             arrays.append(self.accel)
         return arrays
 

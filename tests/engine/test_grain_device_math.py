@@ -62,7 +62,8 @@ def _build(out: Path, batch: int):
                                 ("dem_integrate_host", [p, ctypes.c_float, ctypes.c_float, ctypes.c_float, ctypes.c_int],
                                  None),
                                 ("dem_integrate_rotating_host",
-                                 [p, ctypes.c_float, ctypes.c_float, ctypes.c_float, ctypes.c_int], None)):
+                                 [p, ctypes.c_float, ctypes.c_float, ctypes.c_float, ctypes.c_int], None),
+                                ("dem_clump_step_host", [p, ctypes.c_int], None)):
         getattr(library, name).argtypes = args
         getattr(library, name).restype = restype
     return library
@@ -106,6 +107,19 @@ def bond_arrays(model) -> dict[str, np.ndarray]:
             "bond_state": state}
 
 
+def clump_arrays(model) -> dict[str, np.ndarray]:
+    """The rigid-clump arrays of ``DemParams`` (engine.bonds.Clumps); the bodies are set by the caller."""
+    c = getattr(model, "clumps", None)
+    if c is None:
+        return {"clump_of": np.zeros(2, np.int32), "clump_start": np.zeros(2, np.int32),
+                "clump_members": np.zeros(2, np.int32), "clump_offset": np.zeros(3), "clump_mass": np.zeros(3),
+                "clump_inertia_inv": np.zeros(3), "clump_body": np.zeros((1, 19))}
+    return {"clump_of": np.ascontiguousarray(c.clump, np.int32), "clump_start": np.ascontiguousarray(c.start, np.int32),
+            "clump_members": np.ascontiguousarray(c.members, np.int32), "clump_offset": np.ascontiguousarray(c.offset),
+            "clump_mass": np.ascontiguousarray(c.mass), "clump_inertia_inv": np.ascontiguousarray(c.inertia_inv).ravel(),
+            "clump_body": np.zeros((c.count, 19))}
+
+
 class HostGrains:
     """One model and state in the device layout (slot k = particle k), with ``DemParams`` over them."""
 
@@ -135,7 +149,7 @@ class HostGrains:
                            rolling=np.zeros((2 * n * SPRING_SLOTS + 1, 4), np.float32),
                            wall_rolling=np.zeros((6 * n + 1, 4), np.float32),
                            history_dt=np.full(1, physics.dt, np.float32),
-                           model_to_slot=np.arange(n, dtype=np.int32), **bond_arrays(model),
+                           model_to_slot=np.arange(n, dtype=np.int32), **bond_arrays(model), **clump_arrays(model),
                            **{name: np.ascontiguousarray(table.ravel())
                               for name, table in rotation_tables(physics).items()})
         self.arrays["omega"][:, 3] = moments_of_inertia(model)

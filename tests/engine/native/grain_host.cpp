@@ -59,6 +59,11 @@ extern "C" void dem_integrate_rotating_host(const DemParams* params, float ax, f
     for (int i = 0; i < params->particle_count; ++i) dem_integrate_slot_rotating(*params, ax, ay, az, step, i);
 }
 
+// dem_clump_step (kernels/dem_common.cu) over every clump.
+extern "C" void dem_clump_step_host(const DemParams* params, int phase) {
+    for (int c = 0; c < params->clump_count; ++c) dem_clump_step_one(*params, phase, c);
+}
+
 // Velocity Verlet's first half (dem_verlet_drift in kernels/dem_common.cu) over every slot.
 extern "C" void dem_verlet_drift_host(const DemParams* params, int step) {
     for (int i = 0; i < params->particle_count; ++i) dem_verlet_drift_slot(*params, step, i);
