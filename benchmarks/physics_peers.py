@@ -1,6 +1,6 @@
 """Issue 16 validation: Mochi's rotation, rolling resistance and integrator against LAMMPS on the same states.
 
-Each case starts Mochi and LAMMPS from one state (``benchmarks/peers/data_file.py``): ~2,000 slightly
+Each case starts Mochi and LAMMPS from one state (``benchmarks/peers/data_file.py``): ~2,500 slightly
 polydisperse grains on a jittered lattice with random velocities in a closed box, settled under
 gravity with the same Hooke spring, restitution damping, tangential spring, rolling spring and walls.
 The same estimator then reads both final states: packing fraction and coordination in the bed's core
@@ -10,14 +10,16 @@ Cases:
 - ``no_rotation``: Mochi's paper model (rotation off, Euler) vs LAMMPS ``fix nve`` (ω never integrated).
 - ``frictional``: μ = 0.5, rotating (Mochi Verlet) vs LAMMPS ``fix nve/sphere``.
 - ``rolling``: the same plus rolling resistance μ_r = 0.3 (LAMMPS ``rolling sds``).
-- ``energy``: an elastic, frictionless gas without gravity: energy drift over 20,000 steps at ~16 steps
-  per contact, Mochi Euler, Mochi Verlet and LAMMPS (velocity Verlet).
+- ``energy``: an elastic, frictionless gas without gravity: drift of the total energy (kinetic plus the
+  elastic ½kδ² of every overlap, from the states every 1,000 steps) over 20,000 steps at 10 steps per
+  contact, Mochi Euler, Mochi Verlet and LAMMPS (velocity Verlet).
 
 Run: ``PYTHONPATH=. python benchmarks/physics_peers.py [--particles 2000] [--cases ...]`` → JSON in
 benchmarks/results/physics_peers.json and a Markdown table on stdout (docs/physics.md).
 
-LAMMPS parameters that match Mochi's law: ``hooke k e`` with ``damping coeff_restitution`` (the same
-γ_n = 2β√(m_eff k)), ``tangential linear_history 2/7k √(2/7) μ`` (γ_t = √(2/7) γ_n, Mochi's
+LAMMPS parameters that match Mochi's law: ``hooke k e'`` with ``damping tsuji`` and e' chosen so that
+LAMMPS' α(e') √(m_eff k) is Mochi's γ_n = 2β(e)√(m_eff k) (the Debian LAMMPS of 2021 has no
+``coeff_restitution`` damping; elastic runs use ``damping velocity`` with η = 0), ``tangential linear_history 2/7k √(2/7) μ`` (γ_t = √(2/7) γ_n, Mochi's
 2β√(m_eff k_t)), ``rolling sds 2/7k γ_r μ_r`` with γ_r Mochi's rolling damping for the mean pair mass
 (LAMMPS' γ_r is a constant, Mochi's scales with √m_eff: equal for equal grains). Known differences:
 LAMMPS caps friction with |F_n| including damping, Mochi with max(f_n, 0).
@@ -46,7 +48,7 @@ DENSITY = 2500.0       # [kg/m³]
 STIFFNESS = 2.0e3      # [N/m]
 RESTITUTION = 0.5
 DT = 4.0e-5            # [s]: ~16 steps per contact
-SIDE = 0.1             # box side [m]
+SIDE = 0.06            # box side [m]: 12 diameters
 HEIGHT = 0.25          # box height [m]
 SETTLE_STEPS = 20000   # 0.8 s
 
@@ -74,7 +76,7 @@ def rolling_damping(radii) -> float:
 
 
 def run_mochi(positions, radii, velocities, *, friction, rolling, rotation, integrator, gravity, steps,
-              restitution=RESTITUTION, energy_every=0):
+              restitution=RESTITUTION, energy_every=0, dt=DT):
     from engine.backends.cpu import BackendCpu
     from engine.model import Domain, Gravity, Material
     from engine.scene import setup_from_arrays
@@ -83,40 +85,75 @@ def run_mochi(positions, radii, velocities, *, friction, rolling, rotation, inte
     domain = Domain(lo=(0, 0, 0), hi=(SIDE, SIDE, HEIGHT), wall_restitution=restitution, wall_friction=friction,
                     wall_rolling_friction=rolling)
     setup = setup_from_arrays(positions=positions, radius=radii, velocities=velocities, materials=(material,),
-                              domain=domain, gravity=Gravity(vector=gravity), dt=DT, stiffness=STIFFNESS,
+                              domain=domain, gravity=Gravity(vector=gravity), dt=dt, stiffness=STIFFNESS,
                               rotation=rotation, integrator=integrator)
     backend = BackendCpu(setup.model)
     backend.set_state(setup.state)
-    energies = [_energy(setup.model, backend.get_state())] if energy_every else []
+    energies = [total_energy(*_arrays(setup.model, backend.get_state()))] if energy_every else []
     began = time.perf_counter()
     chunk = energy_every or steps
     for _ in range(steps // chunk):
         backend.step(chunk)
         if energy_every:
-            energies.append(_energy(setup.model, backend.get_state()))
+            energies.append(total_energy(*_arrays(setup.model, backend.get_state())))
     elapsed = time.perf_counter() - began
     state = backend.get_state()
     return state.positions.astype(np.float64), setup.model.radius.astype(np.float64), energies, elapsed
 
 
-def _energy(model, state) -> float:
-    m = model.mass.astype(np.float64)
-    r = model.radius.astype(np.float64)
-    v = state.velocities.astype(np.float64)
-    w = state.angular_velocities.astype(np.float64)
-    return float((0.5 * m * (v * v).sum(1)).sum() + (0.2 * m * r * r * (w * w).sum(1)).sum())
+def _arrays(model, state):
+    return (state.positions.astype(np.float64), model.radius.astype(np.float64), state.velocities.astype(np.float64),
+            state.angular_velocities.astype(np.float64))
+
+
+def total_energy(positions, radii, velocities, omega) -> float:
+    """Kinetic (translation + rotation) plus the elastic energy ½ k δ² of every grain–grain and
+    grain–wall overlap [J]: what an elastic, frictionless system conserves."""
+    from scipy.spatial import cKDTree
+
+    mass = DENSITY * 4.0 / 3.0 * math.pi * radii ** 3
+    energy = (0.5 * mass * (velocities ** 2).sum(1)).sum() + (0.2 * mass * radii ** 2 * (omega ** 2).sum(1)).sum()
+    pairs = cKDTree(positions).query_pairs(2.0 * radii.max(), output_type="ndarray")
+    if len(pairs):
+        d = np.linalg.norm(positions[pairs[:, 0]] - positions[pairs[:, 1]], axis=1)
+        overlap = np.maximum(radii[pairs[:, 0]] + radii[pairs[:, 1]] - d, 0.0)
+        energy += 0.5 * STIFFNESS * (overlap ** 2).sum()
+    hi = np.array([SIDE, SIDE, HEIGHT])
+    walls = np.maximum(radii[:, None] - positions, 0.0) ** 2 + np.maximum(radii[:, None] - (hi - positions), 0.0) ** 2
+    return float(energy + 0.5 * STIFFNESS * walls.sum())
+
+
+def tsuji_alpha(e: float) -> float:
+    """LAMMPS' ``damping tsuji`` coefficient α(e): η_n = α √(m_eff k_n)."""
+    return 1.2728 - 4.2783 * e + 11.087 * e ** 2 - 22.348 * e ** 3 + 27.467 * e ** 4 - 18.022 * e ** 5 + 4.8218 * e ** 6
+
+
+def tsuji_restitution(restitution: float) -> float:
+    """The e to give ``damping tsuji`` so that α = 2β(restitution), Mochi's γ_n/√(m_eff k) (LAMMPS 2021 has
+    no ``coeff_restitution`` damping; α(e) decreases from 1.27 at 0 to 0 at 1)."""
+    from engine.contact_law import damping_ratio
+
+    target = 2.0 * damping_ratio(restitution)
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if tsuji_alpha(mid) > target else (lo, mid)
+    return 0.5 * (lo + hi)
 
 
 def lammps_script(*, friction, rolling, gamma_roll, rotation, gravity, steps, restitution=RESTITUTION,
-                  energy_every=0) -> str:
+                  energy_every=0, dt=DT) -> str:
     k_t = 2.0 / 7.0 * STIFFNESS
-    model = (f"hooke {STIFFNESS} {restitution} damping coeff_restitution "
-             f"tangential linear_history {k_t} {math.sqrt(2.0 / 7.0)} {friction}")
+    if restitution >= 1.0:
+        damping = "hooke {k} 0.0 damping velocity".format(k=STIFFNESS)
+    else:
+        damping = f"hooke {STIFFNESS} {tsuji_restitution(restitution)} damping tsuji"
+    model = f"{damping} tangential linear_history {k_t} {math.sqrt(2.0 / 7.0)} {friction}"
     if rolling > 0:
         model += f" rolling sds {k_t} {gamma_roll} {rolling}"
     lines = ["units si", "atom_style sphere", "boundary f f f", "newton off", "comm_modify vel yes",
              "atom_modify map array", "read_data data.txt", "pair_style granular", f"pair_coeff * * {model}",
-             f"neighbor {0.4 * RADIUS} bin", "neigh_modify delay 0 every 1 check yes", f"timestep {DT}",
+             f"neighbor {0.4 * RADIUS} bin", "neigh_modify delay 0 every 1 check yes", f"timestep {dt}",
              f"fix xw all wall/gran granular {model} xplane 0.0 {SIDE}",
              f"fix yw all wall/gran granular {model} yplane 0.0 {SIDE}",
              f"fix zw all wall/gran granular {model} zplane 0.0 {HEIGHT}",
@@ -124,6 +161,9 @@ def lammps_script(*, friction, rolling, gamma_roll, rotation, gravity, steps, re
     g = float(np.linalg.norm(gravity))
     if g > 0:
         lines.append(f"fix down all gravity {g} vector {gravity[0] / g} {gravity[1] / g} {gravity[2] / g}")
+    if energy_every:
+        lines += [f"dump trajectory all custom {energy_every} traj.dump id radius x y z vx vy vz omegax omegay omegaz",
+                  "dump_modify trajectory sort id format float %.12g"]
     lines += ["compute rke all erotate/sphere", "thermo_style custom step ke c_rke",
               f"thermo {energy_every or steps}", "thermo_modify norm no", f"run {steps}",
               "write_dump all custom final.dump id radius x y z modify sort id"]
@@ -137,24 +177,27 @@ def run_lammps(positions, radii, velocities, folder: Path, **kwargs):
     run = run_peer("lammps", lammps_script(**kwargs), folder, threads=1)
     rows = np.loadtxt(folder / "final.dump", skiprows=9)
     energies = []
-    if run.thermo:
-        names, table = run.thermo[-1]
-        energies = [row[names.index("KinEng")] + row[names.index("c_rke")] for row in table]
+    if kwargs.get("energy_every"):
+        count = len(radii)
+        lines = (folder / "traj.dump").read_text().splitlines()
+        for start in range(0, len(lines), count + 9):
+            frame = np.array([[float(v) for v in line.split()] for line in lines[start + 9:start + 9 + count]])
+            energies.append(total_energy(frame[:, 2:5], frame[:, 1], frame[:, 5:8], frame[:, 8:11]))
     return rows[:, 2:5], rows[:, 1], energies, run.loop_s[-1] if run.loop_s else run.wall_s
 
 
 def bed_metrics(positions, radii) -> dict:
     """Packing fraction and mean coordination in the core of the bed, and the bed height.
 
-    Core: centres at least 3 mean diameters from the side walls and the floor and below
-    (bed height − 3 diameters). Bed height: the 99th percentile of the grains' tops.
+    Core: centres at least 2 mean diameters from the side walls and the floor and below
+    (bed height − 2 diameters). Bed height: the 99th percentile of the grains' tops.
     """
     from scipy.spatial import cKDTree
 
     x = np.asarray(positions, np.float64)
     r = np.asarray(radii, np.float64)
     height = float(np.percentile(x[:, 2] + r, 99))
-    margin = 6.0 * RADIUS
+    margin = 4.0 * RADIUS
     lo = np.array([margin, margin, margin])
     hi = np.array([SIDE - margin, SIDE - margin, height - margin])
     core = np.all((x >= lo) & (x <= hi), axis=1)
@@ -177,7 +220,7 @@ SETTLE_CASES = {
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--particles", type=int, default=2000)
+    parser.add_argument("--particles", type=int, default=2500)
     parser.add_argument("--cases", nargs="*", default=[*SETTLE_CASES, "energy"])
     parser.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "physics_peers.json"))
     args = parser.parse_args(argv)
@@ -189,8 +232,11 @@ def main(argv=None) -> int:
     work = Path(tempfile.mkdtemp(prefix="mochi_peers_"))
     for name in args.cases:
         if name == "energy":
+            # 10 steps per contact of two mean grains, as in the issue's measurement.
+            mass = DENSITY * 4.0 / 3.0 * math.pi * float(np.mean(radii.astype(np.float64) ** 3))
+            gas_dt = math.pi * math.sqrt(0.5 * mass / STIFFNESS) / 10.0
             gas = dict(friction=0.0, rolling=0.0, gravity=(0.0, 0.0, 0.0), steps=20000, restitution=1.0,
-                       energy_every=1000)
+                       energy_every=1000, dt=gas_dt)
             entry = {}
             for label, integrator in (("mochi_euler", "euler"), ("mochi_verlet", "verlet")):
                 _, _, energy, seconds = run_mochi(positions, radii, velocities * 3.0, rotation=True,
@@ -199,6 +245,7 @@ def main(argv=None) -> int:
             _, _, energy, seconds = run_lammps(positions, radii, velocities * 3.0, work / name, rotation=True,
                                                gamma_roll=gamma_roll, **gas)
             entry["lammps"] = {"drift": round(energy[-1] / energy[0] - 1.0, 5), "seconds": round(seconds, 1)}
+            entry["dt"] = gas_dt
             results["cases"][name] = entry
         else:
             case = SETTLE_CASES[name]
@@ -229,6 +276,8 @@ def markdown(results) -> str:
     if "energy" in results["cases"]:
         lines += ["", "| integrator | energy drift over 20,000 steps |", "|---|---|"]
         for code, m in results["cases"]["energy"].items():
+            if code == "dt":
+                continue
             lines.append(f"| {code} | {100 * m['drift']:+.3f} % |")
     return "\n".join(lines)
 
