@@ -298,6 +298,109 @@ COLLIDER_HD void collider_contact(double dx, double dy, double dz, double dist, 
     }
 }
 
+// The full law of engine/backends/cpu_kernels._contact_full (rotation, rolling resistance, cohesion) in
+// double, line for line, on a contact of unit normal n: force on i (fx, fy, fz) [N] and torque on i
+// (tx, ty, tz) [N m]. dv = v_i − v_j; w_i, w_j angular velocities [rad/s]; arms R_i, R_j and rolling
+// radius r_eff [m]; cohesive = c·A [N]; spring[0..2] the tangential spring (null: the capped damper),
+// rolling[0..2] the rolling history (read only when mu_roll > 0). Colliders call it with w_j = 0,
+// R_j = 0 and, as the CPU reference does, without rolling resistance or cohesion.
+COLLIDER_HD void collider_contact_full(double nx, double ny, double nz, double overlap, double dvx, double dvy,
+                                       double dvz, double wix, double wiy, double wiz, double wjx, double wjy,
+                                       double wjz, double arm_i, double arm_j, double r_eff, double m_eff,
+                                       double stiffness, double beta, double mu, double mu_roll, double cohesive,
+                                       double* spring, double* rolling, double dt, double tangential_ratio,
+                                       double& fx, double& fy, double& fz, double& tx, double& ty, double& tz) {
+    const double root = sqrt(m_eff * stiffness);
+    const double v_n = dvx * nx + dvy * ny + dvz * nz;
+    double f_n = stiffness * overlap - 2.0 * beta * root * v_n;
+    const double cap_force = 0.0 > f_n ? 0.0 : f_n;  // Python's max(f_n, 0.0); the caps leave cohesion out
+    f_n -= cohesive;
+    const double ax = arm_i * wix + arm_j * wjx;
+    const double ay = arm_i * wiy + arm_j * wjy;
+    const double az = arm_i * wiz + arm_j * wjz;
+    const double cvx = dvx - (ay * nz - az * ny);
+    const double cvy = dvy - (az * nx - ax * nz);
+    const double cvz = dvz - (ax * ny - ay * nx);
+    const double c_n = cvx * nx + cvy * ny + cvz * nz;
+    const double ux = cvx - c_n * nx, uy = cvy - c_n * ny, uz = cvz - c_n * nz;
+    const double cap = mu * cap_force;
+    const double k_t = tangential_ratio * stiffness;
+    const double g_t = 2.0 * beta * sqrt(m_eff * k_t);
+    double ftx = 0.0, fty = 0.0, ftz = 0.0;
+    if (spring != nullptr) {
+        double sx = spring[0], sy = spring[1], sz = spring[2];
+        const double along = sx * nx + sy * ny + sz * nz;
+        sx = sx - along * nx + ux * dt;
+        sy = sy - along * ny + uy * dt;
+        sz = sz - along * nz + uz * dt;
+        ftx = -k_t * sx - g_t * ux;
+        fty = -k_t * sy - g_t * uy;
+        ftz = -k_t * sz - g_t * uz;
+        const double magnitude = sqrt(ftx * ftx + fty * fty + ftz * ftz);
+        if (magnitude > cap) {
+            const double scale = cap / magnitude;
+            ftx *= scale;
+            fty *= scale;
+            ftz *= scale;
+            sx = -(ftx + g_t * ux) / k_t;
+            sy = -(fty + g_t * uy) / k_t;
+            sz = -(ftz + g_t * uz) / k_t;
+        }
+        spring[0] = sx;
+        spring[1] = sy;
+        spring[2] = sz;
+    } else {
+        const double speed_t = sqrt(ux * ux + uy * uy + uz * uz);
+        if (speed_t > 0.0) {
+            const double spring_t = 2.0 * root * speed_t;
+            const double f_t = (cap < spring_t ? cap : spring_t) / speed_t;
+            ftx = -f_t * ux;
+            fty = -f_t * uy;
+            ftz = -f_t * uz;
+        }
+    }
+    const double cx = ny * ftz - nz * fty;
+    const double cy = nz * ftx - nx * ftz;
+    const double cz = nx * fty - ny * ftx;
+    tx = -arm_i * cx;
+    ty = -arm_i * cy;
+    tz = -arm_i * cz;
+    if (mu_roll > 0.0 && rolling != nullptr) {
+        const double rx = wix - wjx, ry = wiy - wjy, rz = wiz - wjz;
+        const double vrx = r_eff * (ry * nz - rz * ny);
+        const double vry = r_eff * (rz * nx - rx * nz);
+        const double vrz = r_eff * (rx * ny - ry * nx);
+        double sx = rolling[0], sy = rolling[1], sz = rolling[2];
+        const double along = sx * nx + sy * ny + sz * nz;
+        sx = sx - along * nx + vrx * dt;
+        sy = sy - along * ny + vry * dt;
+        sz = sz - along * nz + vrz * dt;
+        double frx = -k_t * sx - g_t * vrx;
+        double fry = -k_t * sy - g_t * vry;
+        double frz = -k_t * sz - g_t * vrz;
+        const double magnitude = sqrt(frx * frx + fry * fry + frz * frz);
+        const double cap_r = mu_roll * cap_force;
+        if (magnitude > cap_r) {
+            const double scale = cap_r / magnitude;
+            frx *= scale;
+            fry *= scale;
+            frz *= scale;
+            sx = -(frx + g_t * vrx) / k_t;
+            sy = -(fry + g_t * vry) / k_t;
+            sz = -(frz + g_t * vrz) / k_t;
+        }
+        rolling[0] = sx;
+        rolling[1] = sy;
+        rolling[2] = sz;
+        tx += r_eff * (ny * frz - nz * fry);
+        ty += r_eff * (nz * frx - nx * frz);
+        tz += r_eff * (nx * fry - ny * frx);
+    }
+    fx = f_n * nx + ftx;
+    fy = f_n * ny + fty;
+    fz = f_n * nz + ftz;
+}
+
 // The contact springs of the grain in slot i against collider C: its row (by model index), null
 // without springs.
 COLLIDER_HD int collider_spring_row(const DemParams& P, const ColliderParams& C, int i) {
@@ -318,10 +421,13 @@ COLLIDER_HD void collider_forget(const DemParams& P, const ColliderParams& C, in
 // Force [N] on the grain in slot i from its candidate triangles, summed over the distinct touching
 // spots in double (kernels.collider_forces). With springs, a new contact inherits the spring of the
 // grain's unused slot whose normal is closest (cosine above COLLIDER_MATCH_COS), and the slots are then
-// rewritten with this step's contacts in order, as the CPU reference keeps them.
+// rewritten with this step's contacts in order, as the CPU reference keeps them. With rotation
+// (DemParams::rotation) the contacts use the full law (collider_contact_full: the grain's ω in the slip
+// velocity, the tangential force at the arm r − δ/2) and their torques [N m] are summed into *torque.
 COLLIDER_HD double3 collider_resolve(const DemParams& P, const ColliderParams& C, int i,
-                                     const ColliderCandidates& candidates) {
+                                     const ColliderCandidates& candidates, double3* torque = nullptr) {
     double3 sum = make_double3(0.0, 0.0, 0.0);
+    double3 torque_sum = make_double3(0.0, 0.0, 0.0);
     const unsigned int info = P.info[i];
     const float4 p4 = P.pos[i];
     const float4 v4 = P.vel[i];
@@ -383,9 +489,24 @@ COLLIDER_HD double3 collider_resolve(const DemParams& P, const ColliderParams& C
         double svx, svy, svz;
         collider_surface_velocity(C, t, q.w0, q.w1, q.w2, svx, svy, svz);
         double fx, fy, fz;
-        collider_contact(dx, dy, dz, dist_used, reach - dist, (double)v4.x - svx, (double)v4.y - svy,
-                         (double)v4.z - svz, m, C.stiffness, C.beta[material], C.mu[material], fx, fy, fz, spring,
-                         C.dt, C.tangential_ratio);
+        if (P.rotation) {
+            const double overlap = reach - dist;
+            const float4 w = P.omega[i];
+            const double r = (double)p4.w;
+            double tx, ty, tz;
+            collider_contact_full(dx / dist_used, dy / dist_used, dz / dist_used, overlap, (double)v4.x - svx,
+                                  (double)v4.y - svy, (double)v4.z - svz, (double)w.x, (double)w.y, (double)w.z, 0.0,
+                                  0.0, 0.0, r - 0.5 * overlap, 0.0, r, m, C.stiffness, C.beta[material],
+                                  C.mu[material], 0.0, 0.0, spring, nullptr, C.dt, C.tangential_ratio, fx, fy, fz, tx,
+                                  ty, tz);
+            torque_sum.x += tx;
+            torque_sum.y += ty;
+            torque_sum.z += tz;
+        } else {
+            collider_contact(dx, dy, dz, dist_used, reach - dist, (double)v4.x - svx, (double)v4.y - svy,
+                             (double)v4.z - svz, m, C.stiffness, C.beta[material], C.mu[material], fx, fy, fz, spring,
+                             C.dt, C.tangential_ratio);
+        }
         sum.x += fx;
         sum.y += fy;
         sum.z += fz;
@@ -400,6 +521,7 @@ COLLIDER_HD double3 collider_resolve(const DemParams& P, const ColliderParams& C
         }
         C.contact_count[row] = kept;
     }
+    if (torque != nullptr) *torque = torque_sum;
     return sum;
 }
 
@@ -420,7 +542,10 @@ COLLIDER_HD ColliderProximity collider_proximity(const DemParams& P, const Colli
 
 // Force [N] of one collider on the grain in slot i through the uploaded BVH (kernels.collider_forces
 // without the clearance cache, which only skips work, never changes a result). Zero when inactive.
-COLLIDER_HD double3 collider_grain_force_sum(const DemParams& P, const ColliderParams& C, int i) {
+// With rotation, *torque receives the collider's torque on the grain [N m] (zero without contact).
+COLLIDER_HD double3 collider_grain_force_sum(const DemParams& P, const ColliderParams& C, int i,
+                                             double3* torque = nullptr) {
+    if (torque != nullptr) *torque = make_double3(0.0, 0.0, 0.0);
     if (!(P.info[i] & DEM_INFO_ACTIVE)) {
         collider_forget(P, C, i);
         return make_double3(0.0, 0.0, 0.0);
@@ -433,7 +558,7 @@ COLLIDER_HD double3 collider_grain_force_sum(const DemParams& P, const ColliderP
     }
     int stack[COLLIDER_STACK_DEPTH];
     collider_gather(C, q, stack);
-    return collider_resolve(P, C, i, candidates);
+    return collider_resolve(P, C, i, candidates, torque);
 }
 
 // Adds the force of every collider (colliders[0 .. count)) on the grain in slot i to P.force[i]: summed
@@ -446,17 +571,29 @@ COLLIDER_HD void collider_grain_forces(const DemParams& P, const ColliderParams*
         return;
     }
     double3 sum = make_double3(0.0, 0.0, 0.0);
+    double3 torque = make_double3(0.0, 0.0, 0.0);
     for (int c = 0; c < count; ++c) {
-        const double3 one = collider_grain_force_sum(P, colliders[c], i);
+        double3 one_torque;
+        const double3 one = collider_grain_force_sum(P, colliders[c], i, &one_torque);
         sum.x += one.x;
         sum.y += one.y;
         sum.z += one.z;
+        torque.x += one_torque.x;
+        torque.y += one_torque.y;
+        torque.z += one_torque.z;
     }
     float4 f = P.force[i];
     f.x = (float)((double)f.x + sum.x);
     f.y = (float)((double)f.y + sum.y);
     f.z = (float)((double)f.z + sum.z);
     P.force[i] = f;
+    if (P.rotation) {
+        float4 t = P.torque[i];
+        t.x = (float)((double)t.x + torque.x);
+        t.y = (float)((double)t.y + torque.y);
+        t.z = (float)((double)t.z + torque.z);
+        P.torque[i] = t;
+    }
 }
 
 // Möller–Trumbore test of the segment p0 + s e, s in [0, 1], against triangle t, both sides, with the

@@ -33,8 +33,10 @@ extern "C" __global__ void collider_triangle_aabbs(const ColliderParams* __restr
 }
 
 // Adds the per-slot collider force sums of the OptiX path (double, summed collider by collider) to
-// P.force once, rounded to float32 as collider_grain_forces does, and clears them for the next step.
-extern "C" __global__ void collider_add_force_sums(const DemParams* __restrict__ params, double* __restrict__ sums) {
+// P.force once, rounded to float32 as collider_grain_forces does, and clears them for the next step;
+// with rotation the torque sums likewise to P.torque.
+extern "C" __global__ void collider_add_force_sums(const DemParams* __restrict__ params, double* __restrict__ sums,
+                                                   double* __restrict__ torque_sums) {
     const DemParams& P = *params;
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= P.particle_count) return;
@@ -47,4 +49,15 @@ extern "C" __global__ void collider_add_force_sums(const DemParams* __restrict__
         P.force[i] = f;
     }
     sum[0] = sum[1] = sum[2] = 0.0;
+    if (P.rotation) {
+        double* torque_sum = torque_sums + 3 * i;
+        if (P.info[i] & DEM_INFO_ACTIVE) {
+            float4 t = P.torque[i];
+            t.x = (float)((double)t.x + torque_sum[0]);
+            t.y = (float)((double)t.y + torque_sum[1]);
+            t.z = (float)((double)t.z + torque_sum[2]);
+            P.torque[i] = t;
+        }
+        torque_sum[0] = torque_sum[1] = torque_sum[2] = 0.0;
+    }
 }

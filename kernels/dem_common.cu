@@ -11,6 +11,36 @@ extern "C" __global__ void dem_integrate(const DemParams* __restrict__ params, f
     if (i < params->particle_count) dem_integrate_slot(*params, ax, ay, az, step, i);
 }
 
+// The first half of a velocity Verlet step, before the forces (dem_verlet_drift_slot in
+// kernels/dem_integrate.cuh); step is the global index of the step being taken.
+extern "C" __global__ void dem_verlet_drift(const DemParams* __restrict__ params, int step) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < params->particle_count) dem_verlet_drift_slot(*params, step, i);
+}
+
+// dem_integrate under the rotating law or velocity Verlet (dem_integrate_slot_rotating): a kernel of its
+// own, so the paper's stays as it was.
+extern "C" __global__ void dem_integrate_rotating(const DemParams* __restrict__ params, float ax, float ay, float az,
+                                                 int step) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < params->particle_count) dem_integrate_slot_rotating(*params, ax, ay, az, step, i);
+}
+
+// Rigid clumps moved as one body each (dem_clump_step_one in kernels/dem_integrate.cuh), one thread per
+// clump; phase as there.
+extern "C" __global__ void dem_clump_step(const DemParams* __restrict__ params, int phase) {
+    const int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c < params->clump_count) dem_clump_step_one(*params, phase, c);
+}
+
+// Velocity Verlet's accelerations of the current state, before the first step (walls and fields
+// included; nothing moves); launched with DemParams::history_dt 0.
+extern "C" __global__ void dem_verlet_prime(const DemParams* __restrict__ params, float ax, float ay, float az,
+                                           int step) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < params->particle_count) dem_integrate_slot_rotating(*params, ax, ay, az, step, i, true);
+}
+
 // After the contact forces of a step: the springs they kept become the ones the next step reads.
 extern "C" __global__ void dem_flip_spring_parity(int* __restrict__ parity) {
     if (blockIdx.x == 0 && threadIdx.x == 0) *parity ^= 1;

@@ -75,6 +75,198 @@ __device__ __forceinline__ float3 dem_contact(float nx, float ny, float nz, floa
     return f;
 }
 
+// What the rotating law adds to one contact (engine.contact_law, issue 16): the branch arms and angular
+// velocities that give the velocity at the contact point, the rolling spring–dashpot–slider (LAMMPS
+// pair granular "rolling sds") and the SJKR cohesive force. A wall is j with arm_j = 0 and w_j = 0.
+struct DemRotating {
+    float arm_i, arm_j;  // R_i = r_i − δ/2, R_j = r_j − δ/2 [m] (contact point at −R_i n from i, +R_j n from j)
+    float3 w_i, w_j;     // angular velocities [rad/s] (zero without rotation)
+    float r_eff;         // rolling radius r_i r_j / (r_i + r_j) [m] (wall: r_i)
+    float mu_r;          // rolling friction coefficient (the rolling part runs only with rolling != null)
+    float cohesion;      // SJKR attraction c·A [N], ≥ 0, subtracted from the normal force
+};
+
+// The torque-carrying parts of a contact's force, for the torques of both particles:
+//   τ_i = −R_i n × F_t + R_eff n × F_r,   τ_j = −R_j n × F_t − R_eff n × F_r.
+struct DemTorqueArms {
+    float3 n_x_ft;  // n × F_t [N] (F_t: tangential force on i)
+    float3 n_x_fr;  // n × F_r [N] (F_r: rolling resistance "force" of i, torque only)
+};
+
+__device__ __forceinline__ float3 dem_cross(float3 a, float3 b) {
+    return make_float3(a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x);
+}
+
+// Torque on i from arms (DemTorqueArms) [N m].
+__device__ __forceinline__ float3 dem_torque_i(const DemTorqueArms& t, const DemRotating& r) {
+    return make_float3(-r.arm_i * t.n_x_ft.x + r.r_eff * t.n_x_fr.x, -r.arm_i * t.n_x_ft.y + r.r_eff * t.n_x_fr.y,
+                       -r.arm_i * t.n_x_ft.z + r.r_eff * t.n_x_fr.z);
+}
+
+// Torque on j [N m].
+__device__ __forceinline__ float3 dem_torque_j(const DemTorqueArms& t, const DemRotating& r) {
+    return make_float3(-r.arm_j * t.n_x_ft.x - r.r_eff * t.n_x_fr.x, -r.arm_j * t.n_x_ft.y - r.r_eff * t.n_x_fr.y,
+                       -r.arm_j * t.n_x_ft.z - r.r_eff * t.n_x_fr.z);
+}
+
+// Force on i of the rotating law (issue 16), float32; everything as dem_contact, plus:
+//   v_c = (v_i − v_j) − (R_i ω_i + R_j ω_j) × n replaces v_i − v_j in the tangential part,
+//   v_t = v_c − (v_c·n) n (the normal force keeps v_n = (v_i − v_j)·n);
+//   f_n ← f_n − c·A (cohesion; the friction and rolling caps use f_n without it, as LAMMPS/LIGGGHTS);
+//   with rolling non-null, the rolling history ξ_r [m] evolves as the tangential spring does with
+//   v_r = R_eff (ω_i − ω_j) × n, F_r = −k_r ξ_r − γ_r v_r capped at μ_r max(f_n, 0), k_r = k_t.
+// ξ_r and v_r are the same seen from either particle (both factors of the cross product change sign),
+// so a pair's rolling history is never negated, unlike its spring.
+__device__ __forceinline__ float3 dem_contact_rotating(float nx, float ny, float nz, float overlap, float dvx,
+                                                       float dvy, float dvz, float m_eff, float stiffness,
+                                                       float beta, float mu, const DemRotating& r,
+                                                       DemTorqueArms& arms, float3* spring, float3* rolling,
+                                                       float dt, float tangential_ratio) {
+    const float root = sqrtf(m_eff * stiffness);
+    const float v_n = dvx * nx + dvy * ny + dvz * nz;
+    const float f_n = stiffness * overlap - 2.0f * beta * root * v_n;
+    const float f_applied = f_n - r.cohesion;
+    float3 f = make_float3(f_applied * nx, f_applied * ny, f_applied * nz);
+    const float3 n = make_float3(nx, ny, nz);
+    const float3 spin = make_float3(r.arm_i * r.w_i.x + r.arm_j * r.w_j.x, r.arm_i * r.w_i.y + r.arm_j * r.w_j.y,
+                                    r.arm_i * r.w_i.z + r.arm_j * r.w_j.z);
+    const float3 surface = dem_cross(spin, n);
+    const float cx = dvx - surface.x, cy = dvy - surface.y, cz = dvz - surface.z;
+    const float c_n = cx * nx + cy * ny + cz * nz;
+    const float tx = cx - c_n * nx, ty = cy - c_n * ny, tz = cz - c_n * nz;
+    const float cap = mu * fmaxf(f_n, 0.0f);
+    const float k_t = tangential_ratio * stiffness;
+    const float g_t = 2.0f * beta * sqrtf(m_eff * k_t);
+    float ftx, fty, ftz;
+    if (spring != nullptr) {
+        const float along = spring->x * nx + spring->y * ny + spring->z * nz;
+        float sx = spring->x - along * nx + tx * dt;
+        float sy = spring->y - along * ny + ty * dt;
+        float sz = spring->z - along * nz + tz * dt;
+        ftx = -k_t * sx - g_t * tx;
+        fty = -k_t * sy - g_t * ty;
+        ftz = -k_t * sz - g_t * tz;
+        const float magnitude = sqrtf(ftx * ftx + fty * fty + ftz * ftz);
+        if (magnitude > cap) {
+            const float scale = cap / magnitude;
+            ftx *= scale;
+            fty *= scale;
+            ftz *= scale;
+            sx = -(ftx + g_t * tx) / k_t;
+            sy = -(fty + g_t * ty) / k_t;
+            sz = -(ftz + g_t * tz) / k_t;
+        }
+        *spring = make_float3(sx, sy, sz);
+    } else {
+        ftx = fty = ftz = 0.0f;
+        const float speed_t = sqrtf(tx * tx + ty * ty + tz * tz);
+        if (speed_t > 0.0f) {
+            const float f_t = fminf(2.0f * root * speed_t, cap) / speed_t;
+            ftx = -f_t * tx;
+            fty = -f_t * ty;
+            ftz = -f_t * tz;
+        }
+    }
+    f.x += ftx;
+    f.y += fty;
+    f.z += ftz;
+    arms.n_x_ft = dem_cross(n, make_float3(ftx, fty, ftz));
+    arms.n_x_fr = make_float3(0.0f, 0.0f, 0.0f);
+    if (rolling != nullptr) {
+        const float3 relrot = make_float3(r.w_i.x - r.w_j.x, r.w_i.y - r.w_j.y, r.w_i.z - r.w_j.z);
+        const float3 rc = dem_cross(relrot, n);
+        const float vrx = r.r_eff * rc.x, vry = r.r_eff * rc.y, vrz = r.r_eff * rc.z;
+        const float along = rolling->x * nx + rolling->y * ny + rolling->z * nz;
+        float sx = rolling->x - along * nx + vrx * dt;
+        float sy = rolling->y - along * ny + vry * dt;
+        float sz = rolling->z - along * nz + vrz * dt;
+        float frx = -k_t * sx - g_t * vrx, fry = -k_t * sy - g_t * vry, frz = -k_t * sz - g_t * vrz;
+        const float cap_r = r.mu_r * fmaxf(f_n, 0.0f);
+        const float magnitude = sqrtf(frx * frx + fry * fry + frz * frz);
+        if (magnitude > cap_r) {
+            const float scale = cap_r / magnitude;
+            frx *= scale;
+            fry *= scale;
+            frz *= scale;
+            sx = -(frx + g_t * vrx) / k_t;
+            sy = -(fry + g_t * vry) / k_t;
+            sz = -(frz + g_t * vrz) / k_t;
+        }
+        *rolling = make_float3(sx, sy, sz);
+        arms.n_x_fr = dem_cross(n, make_float3(frx, fry, frz));
+    }
+    return f;
+}
+
+// SJKR contact area [m²] of two spheres whose centres are d apart (d2 = d², overlap δ = r_i + r_j − d),
+// from the float32 radii, as engine.contact_law.contact_area and the CPU kernels:
+// A = π/4 δ (d + r_i − r_j)(d − r_i + r_j)(d + r_i + r_j) / d², 0 for coincident centres. Grouped as
+// ((δ·e)·(b·c)) so that swapping i and j (b and c) gives the same bits.
+__device__ __forceinline__ double dem_contact_area(double ri, double rj, double d2, double overlap) {
+    const double pi = 3.14159265358979323846;
+    if (!(d2 > 0.0)) return 0.0;
+    const double d = sqrt(d2);
+    const double b = d + ri - rj, c = d - ri + rj, e = d + ri + rj;
+    return 0.25 * pi * ((overlap * e) * (b * c)) / d2;
+}
+
+// SJKR contact area of a sphere of radius r pressed δ into a plane [m²]: π (2 r δ − δ²).
+__device__ __forceinline__ double dem_wall_contact_area(double r, double overlap) {
+    const double pi = 3.14159265358979323846;
+    return pi * (2.0 * r * overlap - overlap * overlap);
+}
+
+// True when a contact needs the rotating law (issue 16) rather than the paper's dem_contact.
+__device__ __forceinline__ bool dem_rotating_law(const DemParams& P) {
+    return P.rotation || P.rolling_model || P.cohesion_model || P.bond_count > 0 || P.clump_count > 0;
+}
+
+// True when model indices a and b belong to one rigid clump: they never touch.
+__device__ __forceinline__ bool dem_same_clump(const DemParams& P, int a, int b) {
+    return P.clump_count > 0 && P.clump_of[a] >= 0 && P.clump_of[a] == P.clump_of[b];
+}
+
+// Angular velocity of slot i [rad/s], zero without rotation.
+__device__ __forceinline__ float3 dem_omega(const DemParams& P, int i) {
+    if (!P.rotation) return make_float3(0.0f, 0.0f, 0.0f);
+    const float4 w = P.omega[i];
+    return make_float3(w.x, w.y, w.z);
+}
+
+// Force on particle i from touching particle j under the rotating law (dem_contact_rotating), with the
+// same normal and material look-up as dem_pair_force; arms receives what the torques need and r the
+// contact's arms. rolling is used only when the pair has rolling friction (else left untouched, zero).
+__device__ __forceinline__ float3 dem_pair_force_rotating(const DemParams& P, const DemPair& p, int i, int j,
+                                                          const float4 vi, const float4 vj, unsigned int info_i,
+                                                          unsigned int info_j, float ri, float rj, float tie_sign,
+                                                          float3* spring, float3* rolling, DemRotating& r,
+                                                          DemTorqueArms& arms) {
+    const double dist = sqrt(p.d2);
+    float nx = tie_sign, ny = 0.0f, nz = 0.0f;
+    if (dist > 0.0) {
+        nx = (float)(p.dx / dist);
+        ny = (float)(p.dy / dist);
+        nz = (float)(p.dz / dist);
+    }
+    const int mi = (int)(info_i >> DEM_INFO_MATERIAL_SHIFT), mj = (int)(info_j >> DEM_INFO_MATERIAL_SHIFT);
+    const int k = mi * P.material_count + mj;
+    const float m_eff = vi.w * vj.w / (vi.w + vj.w);
+    const double overlap = p.reach - dist;
+    r.arm_i = (float)((double)ri - 0.5 * overlap);
+    r.arm_j = (float)((double)rj - 0.5 * overlap);
+    r.w_i = dem_omega(P, i);
+    r.w_j = dem_omega(P, j);
+    r.r_eff = ri * rj / (ri + rj);
+    r.mu_r = P.rolling_model ? P.rolling_mu[k] : 0.0f;
+    r.cohesion = 0.0f;
+    if (P.cohesion_model && P.cohesion[k] > 0.0f) {
+        r.cohesion = (float)((double)P.cohesion[k] * dem_contact_area((double)ri, (double)rj, p.d2, overlap));
+    }
+    return dem_contact_rotating(nx, ny, nz, (float)overlap, vi.x - vj.x, vi.y - vj.y, vi.z - vj.z, m_eff,
+                                P.stiffness, P.beta[k], P.mu[k], r, arms, spring, r.mu_r > 0.0f ? rolling : nullptr,
+                                *P.history_dt, P.tangential_ratio);
+}
+
 // Force on particle i from touching particle j (p from dem_touch). Exactly antisymmetric: swapping i
 // and j negates every input that carries a direction (the spring too), and IEEE negation is exact.
 // Coincident centres have no normal: ±x, with tie_sign = +1 on one side of the pair and −1 on the other.
@@ -145,6 +337,165 @@ __device__ __forceinline__ float3 dem_pair_spring(const DemParams& P, int parity
     if (i_owns) return dem_spring_find(dem_spring_row(P, parity, model_i), model_j);
     const float3 s = dem_spring_find(dem_spring_row(P, parity, model_j), model_i);
     return make_float3(-s.x, -s.y, -s.z);
+}
+
+// Rows of pair history are kept (springs and, beside them, rolling histories) when the tangential
+// springs or the rolling resistance need them.
+__device__ __forceinline__ bool dem_pair_rows(const DemParams& P) {
+    return P.spring_model || P.rolling_model;
+}
+
+// Index in `row` of the entry kept for `partner`, −1 if none (a new contact).
+__device__ __forceinline__ int dem_spring_index(const float4* row, int partner) {
+    for (int k = 0; k < DEM_SPRING_SLOTS; ++k) {
+        const int p = __float_as_int(row[k].w);
+        if (p < 0) break;
+        if (p == partner) return k;
+    }
+    return -1;
+}
+
+// Rolling history beside the spring row of model index `model` in half `parity` (DemParams::rolling).
+__device__ __forceinline__ float4* dem_rolling_row(const DemParams& P, int parity, int model) {
+    return P.rolling + ((size_t)parity * (size_t)P.particle_count + (size_t)model) * DEM_SPRING_SLOTS;
+}
+
+// The spring (as seen from i) and the rolling history of the touching pair (model_i, model_j) that the
+// last step kept in the owner's rows; zero for a new contact.
+__device__ __forceinline__ void dem_pair_history(const DemParams& P, int parity, int model_i, int model_j,
+                                                 bool i_owns, float3& spring, float3& rolling) {
+    const int owner = i_owns ? model_i : model_j;
+    const int k = dem_spring_index(dem_spring_row(P, parity, owner), i_owns ? model_j : model_i);
+    spring = make_float3(0.0f, 0.0f, 0.0f);
+    rolling = make_float3(0.0f, 0.0f, 0.0f);
+    if (k < 0) return;
+    const float4 s = dem_spring_row(P, parity, owner)[k];
+    spring = i_owns ? make_float3(s.x, s.y, s.z) : make_float3(-s.x, -s.y, -s.z);
+    if (P.rolling_model) {
+        const float4 q = dem_rolling_row(P, parity, owner)[k];
+        rolling = make_float3(q.x, q.y, q.z);
+    }
+}
+
+// Writes one owner's rows (spring and rolling history) for the next step.
+struct DemHistoryWriter {
+    float4* row;
+    float4* rolling_row;  // null without rolling resistance
+    int count;
+};
+
+__device__ __forceinline__ DemHistoryWriter dem_history_writer(const DemParams& P, int parity, int model) {
+    DemHistoryWriter w = {nullptr, nullptr, 0};
+    if (!dem_pair_rows(P)) return w;
+    w.row = dem_spring_row(P, parity, model);
+    if (P.rolling_model) w.rolling_row = dem_rolling_row(P, parity, model);
+    return w;
+}
+
+__device__ __forceinline__ void dem_history_keep(const DemParams& P, DemHistoryWriter& w, int partner, float3 s,
+                                                 float3 rolling) {
+    if (w.count < DEM_SPRING_SLOTS) {
+        if (w.rolling_row != nullptr) w.rolling_row[w.count] = make_float4(rolling.x, rolling.y, rolling.z, 0.0f);
+        w.row[w.count++] = make_float4(s.x, s.y, s.z, __int_as_float(partner));
+    } else {
+        atomicAdd(P.diag + DEM_DIAG_SPRING_OVERFLOW, 1);
+    }
+}
+
+__device__ __forceinline__ void dem_history_close(DemHistoryWriter& w) {
+    if (w.row != nullptr && w.count < DEM_SPRING_SLOTS) {
+        w.row[w.count] = make_float4(0.0f, 0.0f, 0.0f, __int_as_float(-1));
+    }
+}
+
+// True when model indices a and b are held by a glue bond that was intact at the start of the step
+// (half `parity` of DemParams::bond_state): their contact is skipped, the bond acts instead.
+__device__ __forceinline__ bool dem_bonded(const DemParams& P, int parity, int a, int b) {
+    if (P.bond_count == 0) return false;
+    for (int q = P.bond_start[a]; q < P.bond_start[a + 1]; ++q) {
+        if (P.bond_other[q] == b) return P.bond_state[(size_t)parity * P.bond_count + P.bond_index[q]].w != 0.0f;
+    }
+    return false;
+}
+
+// Force [N] and torque [N m] that the glue bonds of the grain with model index `model` put on it (added
+// to f and t), as engine/backends/cpu_kernels.bond_forces evaluates each bond, in double:
+//   force on i = −k_bn A_b (d − d0) n − 2β sqrt(m_eff k_bn A_b) v_n n − k_bt A_b ξ_b,  k_bt = 2/7 k_bn,
+//   ξ_b ← ξ_b − (ξ_b·n) n + v_t dt (v_t the slip of the contact point, ω included), torques as a contact's;
+// a bond whose tensile stress k_bn (d − d0) or shear stress k_bt |ξ_b| exceeds σ_b breaks for good and
+// exerts nothing. Both grains of a bond evaluate it from the same inputs in the pair's own order (the
+// same bits, opposite forces); grain i of the pair writes its state for the next step (half parity ^ 1),
+// inactive grains included, so every bond is written once per step.
+__device__ __forceinline__ void dem_bond_forces(const DemParams& P, int parity, int model, float3& f, float3& t) {
+    if (P.bond_count == 0) return;
+    const double dt = (double)*P.history_dt;
+    for (int q = P.bond_start[model]; q < P.bond_start[model + 1]; ++q) {
+        const int b = P.bond_index[q];
+        const int2 pair = P.bond_pairs[b];
+        const bool first = pair.x == model;
+        const float4 s = P.bond_state[(size_t)parity * P.bond_count + b];
+        float4* out = P.bond_state + (size_t)(parity ^ 1) * P.bond_count + b;
+        const int si = P.model_to_slot[pair.x], sj = P.model_to_slot[pair.y];
+        if (s.w == 0.0f || !(P.info[si] & DEM_INFO_ACTIVE) || !(P.info[sj] & DEM_INFO_ACTIVE)) {
+            if (first) *out = s;
+            continue;
+        }
+        const float4 pi = P.pos[si], pj = P.pos[sj], vi = P.vel[si], vj = P.vel[sj];
+        const double dx = (double)pi.x - (double)pj.x, dy = (double)pi.y - (double)pj.y, dz = (double)pi.z - (double)pj.z;
+        const double dist = sqrt(dx * dx + dy * dy + dz * dz);
+        double nx = 1.0, ny = 0.0, nz = 0.0;
+        if (dist > 0.0) {
+            nx = dx / dist;
+            ny = dy / dist;
+            nz = dz / dist;
+        }
+        const double* props = P.bond_props + 4 * (size_t)b;
+        const double ri = (double)pi.w, rj = (double)pj.w;
+        const double overlap = ri + rj - dist;
+        const double arm_i = ri - 0.5 * overlap, arm_j = rj - 0.5 * overlap;
+        const double mi = (double)vi.w, mj = (double)vj.w;
+        const double m_eff = mi * mj / (mi + mj);
+        const double k_n = props[2] * props[1];
+        const double k_t = (double)P.tangential_ratio * k_n;
+        const double stretch = dist - props[0];
+        const double dvx = (double)vi.x - (double)vj.x, dvy = (double)vi.y - (double)vj.y, dvz = (double)vi.z - (double)vj.z;
+        const double v_n = dvx * nx + dvy * ny + dvz * nz;
+        double wix = 0.0, wiy = 0.0, wiz = 0.0, wjx = 0.0, wjy = 0.0, wjz = 0.0;
+        if (P.rotation) {
+            const float4 wi = P.omega[si], wj = P.omega[sj];
+            wix = wi.x; wiy = wi.y; wiz = wi.z;
+            wjx = wj.x; wjy = wj.y; wjz = wj.z;
+        }
+        const double ax = arm_i * wix + arm_j * wjx, ay = arm_i * wiy + arm_j * wjy, az = arm_i * wiz + arm_j * wjz;
+        const double cvx = dvx - (ay * nz - az * ny), cvy = dvy - (az * nx - ax * nz), cvz = dvz - (ax * ny - ay * nx);
+        const double c_n = cvx * nx + cvy * ny + cvz * nz;
+        const double tx = cvx - c_n * nx, ty = cvy - c_n * ny, tz = cvz - c_n * nz;
+        double sx = s.x, sy = s.y, sz = s.z;
+        const double along = sx * nx + sy * ny + sz * nz;
+        sx = sx - along * nx + tx * dt;
+        sy = sy - along * ny + ty * dt;
+        sz = sz - along * nz + tz * dt;
+        const double ftx = -k_t * sx, fty = -k_t * sy, ftz = -k_t * sz;
+        const double shear_stress = sqrt(ftx * ftx + fty * fty + ftz * ftz) / props[1];
+        if (props[2] * stretch > props[3] || shear_stress > props[3]) {
+            if (first) *out = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            continue;
+        }
+        if (first) *out = make_float4((float)sx, (float)sy, (float)sz, 1.0f);
+        const int mat_i = (int)(P.info[si] >> DEM_INFO_MATERIAL_SHIFT), mat_j = (int)(P.info[sj] >> DEM_INFO_MATERIAL_SHIFT);
+        const double beta = (double)P.beta[mat_i * P.material_count + mat_j];
+        const double f_n = -k_n * stretch - 2.0 * beta * sqrt(m_eff * k_n) * v_n;
+        const double sign = first ? 1.0 : -1.0;
+        f.x += (float)(sign * (f_n * nx + ftx));
+        f.y += (float)(sign * (f_n * ny + fty));
+        f.z += (float)(sign * (f_n * nz + ftz));
+        if (P.rotation) {
+            const double arm = first ? arm_i : arm_j;
+            t.x -= (float)(arm * (ny * ftz - nz * fty));
+            t.y -= (float)(arm * (nz * ftx - nx * ftz));
+            t.z -= (float)(arm * (nx * fty - ny * ftx));
+        }
+    }
 }
 
 // Turbulence noise of engine/backends/cpu_fields.py: 32-bit lattice hash, improved-Perlin gradients,

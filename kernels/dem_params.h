@@ -18,6 +18,19 @@
 #define DEM_INFO_ACTIVE 1u
 #define DEM_INFO_MATERIAL_SHIFT 8
 
+// Layout of a row of DemParams::clump_body.
+#define DEM_CLUMP_CENTRE 0
+#define DEM_CLUMP_VELOCITY 3
+#define DEM_CLUMP_MOMENTUM 6
+#define DEM_CLUMP_ORIENTATION 9
+#define DEM_CLUMP_FORCE 13
+#define DEM_CLUMP_TORQUE 16
+#define DEM_CLUMP_BODY 19
+
+// DemParams::integrator.
+#define DEM_INTEGRATOR_EULER 0   // semi-implicit Euler: v ← v + a dt, x ← x + v dt (the paper's)
+#define DEM_INTEGRATOR_VERLET 1  // velocity Verlet, LAMMPS fix nve/sphere order (two half-kicks)
+
 // Entries of DemParams::diag (int32), written by the integrator, read by get_state().
 #define DEM_DIAG_FIRST_NAN_STEP 0   // first step (1-based, after the update) with a NaN; INT_MAX if none
 #define DEM_DIAG_FIRST_FAST_STEP 1  // first step with a speed above the limit; INT_MAX if none
@@ -63,6 +76,47 @@ struct DemParams {
     int* spring_parity;         // (1,) flipped after every step's contact forces
     int spring_model;           // 1: tangential spring with history; 0: history-free damper
     float tangential_ratio;     // k_t / k (engine.contact_law.TANGENTIAL_STIFFNESS_RATIO)
+    // Rotation, rolling resistance, cohesion and velocity Verlet (issue 16; docs/physics.md). With
+    // rotation 0, integrator 0 and no rolling or cohesion the kernels run the non-rotating law exactly
+    // as before (the paper's model), and none of these arrays is read.
+    float4* omega;              // (n,) angular velocity ωx, ωy, ωz [rad/s], w = moment of inertia 2/5 m r² [kg m²]
+    float4* torque;             // (n,) contact torque [N m], w unused (written with the forces)
+    float4* orientation;        // (n,) unit quaternion (w, x, y, z) in x, y, z, w
+    float4* accel;              // (n,) Verlet: acceleration of the last force evaluation [m/s²], w unused
+    float4* alpha;              // (n,) Verlet: angular acceleration of the last evaluation [rad/s²], w unused
+    float4* rolling;            // (2, n, DEM_SPRING_SLOTS) rolling history ξ_r [m] of the pair whose spring
+                                // has the same index in springs (the same from both sides), w unused
+    float4* wall_rolling;       // (n, 6) rolling history of each wall side [m], w unused
+    const float* rolling_mu;    // (M, M) rolling friction coefficient per material pair
+    const float* cohesion;      // (M, M) cohesion energy density per material pair [Pa]
+    const float* wall_rolling_mu;  // (M,)
+    const float* wall_cohesion;    // (M,) [Pa]
+    const float* history_dt;    // (1,) time step of the histories' update in this pass [s]: dt, or 0 in the
+                                // pass that primes velocity Verlet's accelerations (as the CPU backend)
+    // Glue bonds (engine.bonds; parallel bonds that break for good), by model index like the springs.
+    const int* model_to_slot;   // (n,) slot of every model index (the inverse of slot_to_model)
+    const int* bond_start;      // (n + 1,) each model index's entries in bond_other and bond_index
+    const int* bond_other;      // (2B,) the other grain (model index) of each entry (engine.bonds.bond_rows)
+    const int* bond_index;      // (2B,) the bond of each entry
+    const int2* bond_pairs;     // (B,) (i, j) model indices, i < j (engine.bonds.Bonds.pairs)
+    const double* bond_props;   // (B, 4) rest length d0 [m], area A_b [m²], k_bn [N/m³], strength σ_b [Pa]
+    float4* bond_state;         // (2, B) shear ξ_b [m] as seen from pair i in xyz, w = 1 intact, 0 broken; a
+                                // step reads half *spring_parity, and grain i of each pair writes the other
+    // Rigid clumps (engine.bonds.Clumps), by model index; body state in double as the CPU keeps it.
+    const int* clump_of;        // (n,) clump of each model index, −1 for none
+    const int* clump_start;     // (C + 1,) each clump's members in clump_members
+    const int* clump_members;   // (M,) model indices
+    const double* clump_offset; // (n, 3) member offset from its clump's centre of mass, body frame [m]
+    const double* clump_mass;   // (C,) [kg]
+    const double* clump_inertia_inv;  // (C, 3, 3) inverse inertia tensor about the centre, body frame
+    double* clump_body;         // (C, DEM_CLUMP_BODY): centre X [m], velocity V [m/s], angular momentum L
+                                // [kg m²/s], orientation q (w, x, y, z), force and torque sums of the last pass
+    int rotation;               // 1: grains rotate (torques, ω, orientations); 0: the paper's model
+    int integrator;             // DEM_INTEGRATOR_EULER or DEM_INTEGRATOR_VERLET
+    int rolling_model;          // 1: some pair or wall has rolling friction (rolling history kept)
+    int cohesion_model;         // 1: some pair or wall has cohesion
+    int bond_count;             // B, 0 without glue bonds
+    int clump_count;            // C, 0 without rigid clumps
 };
 
 // OptiX launch parameters (kernels/optix_dem.cu, pipelineLaunchParamsVariableName "params").
@@ -118,4 +172,5 @@ struct OptixColliderParams {
     double* force_sum;          // (n, 3) mode 0: each collider's force sum is added here [N]
     float ray_tmax;             // length of the point rays [m]
     int mode;                   // 0: contact forces, 1: swept test
+    double* torque_sum;         // (n, 3) mode 0 with rotation: each collider's torque sum is added here [N m]
 };

@@ -108,6 +108,56 @@ extern "C" __global__ void __launch_bounds__(256, GRID_FORCES_MIN_BLOCKS) grid_f
     P.force[i] = make_float4(sum.x, sum.y, sum.z, 0.0f);
 }
 
+// grid_forces under the rotating law (issue 16; the launcher picks it when dem_rotating_law holds, so
+// the paper's kernel stays as it was, registers included): the force and the torque of slot t's
+// particle, its springs and rolling histories (kept by the owner as with the paper's law) and its glue
+// bonds. Each particle of a pair evaluates the pair itself from the same inputs: the forces are exact
+// opposites, and each side takes the torque of its own arm.
+extern "C" __global__ void __launch_bounds__(256, GRID_FORCES_MIN_BLOCKS) grid_forces_rotating(
+        const DemParams* __restrict__ params, const unsigned int* __restrict__ start, const int* __restrict__ sorted,
+        const float4* __restrict__ pos_sorted) {
+    const DemParams& P = *params;
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= P.particle_count) return;
+    const int i = sorted[t];
+    const unsigned int info_i = P.info[i];
+    const int model_i = P.slot_to_model[i];
+    const bool rows = dem_pair_rows(P);
+    const int parity = (rows || P.bond_count > 0) ? *P.spring_parity : 0;
+    DemHistoryWriter kept = dem_history_writer(P, parity ^ 1, model_i);
+    float3 sum = make_float3(0.0f, 0.0f, 0.0f);
+    float3 torque = make_float3(0.0f, 0.0f, 0.0f);
+    if (info_i & DEM_INFO_ACTIVE) {
+        const float4 pi = pos_sorted[t];
+        const float4 vi = P.vel[i];
+        grid_for_each_contact(P, start, sorted, pos_sorted, i, pi, [&](int j, float4 pj, const DemPair& pair) {
+            const int model_j = P.slot_to_model[j];
+            if (dem_bonded(P, parity, model_i, model_j)) return;  // the glue bond acts instead
+            if (dem_same_clump(P, model_i, model_j)) return;      // one rigid body
+            const float tie = model_i < model_j ? 1.0f : -1.0f;
+            const bool owner = dem_owns(model_i, pi.w, model_j, pj.w);
+            float3 spring = make_float3(0.0f, 0.0f, 0.0f), rolling = make_float3(0.0f, 0.0f, 0.0f);
+            if (rows) dem_pair_history(P, parity, model_i, model_j, owner, spring, rolling);
+            DemRotating r;
+            DemTorqueArms arms;
+            const float3 f = dem_pair_force_rotating(P, pair, i, j, vi, P.vel[j], info_i, P.info[j], pi.w, pj.w, tie,
+                                                     P.spring_model ? &spring : nullptr, &rolling, r, arms);
+            if (rows && owner) dem_history_keep(P, kept, model_j, spring, rolling);
+            sum.x += f.x;
+            sum.y += f.y;
+            sum.z += f.z;
+            const float3 tau = dem_torque_i(arms, r);
+            torque.x += tau.x;
+            torque.y += tau.y;
+            torque.z += tau.z;
+        });
+    }
+    dem_bond_forces(P, parity, model_i, sum, torque);  // after the contacts, as the CPU adds them
+    dem_history_close(kept);
+    P.force[i] = make_float4(sum.x, sum.y, sum.z, 0.0f);
+    if (P.rotation) P.torque[i] = make_float4(torque.x, torque.y, torque.z, 0.0f);
+}
+
 // Touching pairs (slot i < slot j) into pairs[0 .. capacity); *count ends as the number found.
 extern "C" __global__ void grid_pairs(const DemParams* __restrict__ params, const unsigned int* __restrict__ start,
                                       const int* __restrict__ sorted, const float4* __restrict__ pos_sorted,

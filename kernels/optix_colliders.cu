@@ -63,11 +63,18 @@ extern "C" __global__ void __raygen__collider() {
         ColliderProximity query = collider_proximity(P, C, i, candidates);
         const float4 p = P.pos[i];
         optix_collider_trace(make_float3(p.x, p.y, p.z), make_float3(1.0f, 0.0f, 0.0f), params.ray_tmax, &query);
-        const double3 f = collider_resolve(P, C, i, candidates);
+        double3 torque;
+        const double3 f = collider_resolve(P, C, i, candidates, &torque);
         double* sum = params.force_sum + 3 * i;
         sum[0] += f.x;
         sum[1] += f.y;
         sum[2] += f.z;
+        if (P.rotation) {
+            double* torque_sum = params.torque_sum + 3 * i;
+            torque_sum[0] += torque.x;
+            torque_sum[1] += torque.y;
+            torque_sum[2] += torque.z;
+        }
     } else {
         const int corrected = collider_grain_sweep_with(P, C, i, OptixColliderCrossings{});
         if (corrected > 0) atomicAdd(C.corrections, (unsigned int)corrected);

@@ -21,6 +21,13 @@
 #define OPTIX_DEM_BATCH 16
 #endif
 
+// Which contact law the program holds: 0 the paper's only (the program as it was, registers included),
+// 1 the rotating law of issue 16 only, 2 both, chosen per launch by dem_rotating_law (the host build of
+// the tests). The launcher compiles the one its physics needs (engine.backends.optix_rt).
+#ifndef OPTIX_DEM_LAW
+#define OPTIX_DEM_LAW 2
+#endif
+
 extern "C" {
 __constant__ OptixDemParams params;
 }
@@ -51,10 +58,89 @@ __device__ __forceinline__ void optix_dem_collect(OptixDemPartners& q, int j) {
     if (q.count < OPTIX_DEM_BATCH) ++q.count;
 }
 
+// Adds v to the float3 at out with atomics (the partners' shares).
+__device__ __forceinline__ void optix_dem_add(float4* out4, float3 v) {
+    float* out = &out4->x;
+    atomicAdd(out, v.x);
+    atomicAdd(out + 1, v.y);
+    atomicAdd(out + 2, v.z);
+}
+
+// __raygen__dem's contact-force mode under the rotating law (issue 16): the owner's ray resolves each
+// pair once, keeps its spring and rolling history, and adds the partner's force and torque with
+// atomics. The partners of one ray are resolved in increasing slot order, as with the paper's law.
+__device__ __forceinline__ void optix_dem_rotating(const DemParams& P, int i) {
+    const int model_i = P.slot_to_model[i];
+    const bool rows = dem_pair_rows(P);
+    const int parity = (rows || P.bond_count > 0) ? *P.spring_parity : 0;
+    DemHistoryWriter kept = dem_history_writer(P, parity ^ 1, model_i);
+    if (!(P.info[i] & DEM_INFO_ACTIVE)) {
+        float3 none = make_float3(0.0f, 0.0f, 0.0f), no_torque = none;
+        dem_bond_forces(P, parity, model_i, none, no_torque);  // writes the states of the bonds it holds
+        dem_history_close(kept);
+        return;
+    }
+    const float4 pi = P.pos[i];
+    const float4 vi = P.vel[i];
+    const unsigned int info_i = P.info[i];
+    float3 sum = make_float3(0.0f, 0.0f, 0.0f);
+    float3 torque = make_float3(0.0f, 0.0f, 0.0f);
+    OptixDemPartners q;
+    q.after = -1;
+    do {
+        q.count = 0;
+        q.more = 0;
+        const unsigned long long address = reinterpret_cast<unsigned long long>(&q);
+        unsigned int hi = (unsigned int)(address >> 32), lo = (unsigned int)(address & 0xffffffffull);
+        optixTrace(params.handle, make_float3(pi.x, pi.y, pi.z), make_float3(1.0f, 0.0f, 0.0f), 0.0f,
+                   params.ray_tmax, 0.0f, OptixVisibilityMask(255),
+                   OPTIX_RAY_FLAG_DISABLE_ANYHIT | OPTIX_RAY_FLAG_DISABLE_CLOSESTHIT, 0, 1, 0, hi, lo);
+        for (int k = 0; k < q.count; ++k) {
+            const int j = q.slot[k];
+            const float4 pj = P.pos[j];
+            DemPair pair;
+            dem_touch(pi, pj, pair);
+            const int model_j = P.slot_to_model[j];
+            if (dem_bonded(P, parity, model_i, model_j)) continue;  // the glue bond acts instead
+            if (dem_same_clump(P, model_i, model_j)) continue;      // one rigid body
+            const float tie = model_i < model_j ? 1.0f : -1.0f;
+            float3 spring = make_float3(0.0f, 0.0f, 0.0f), rolling = make_float3(0.0f, 0.0f, 0.0f);
+            if (rows) dem_pair_history(P, parity, model_i, model_j, true, spring, rolling);
+            DemRotating r;
+            DemTorqueArms arms;
+            const float3 f = dem_pair_force_rotating(P, pair, i, j, vi, P.vel[j], info_i, P.info[j], pi.w, pj.w, tie,
+                                                     P.spring_model ? &spring : nullptr, &rolling, r, arms);
+            if (rows) dem_history_keep(P, kept, model_j, spring, rolling);
+            sum.x += f.x;
+            sum.y += f.y;
+            sum.z += f.z;
+            optix_dem_add(P.force + j, make_float3(-f.x, -f.y, -f.z));
+            if (P.rotation) {
+                const float3 tau = dem_torque_i(arms, r);
+                torque.x += tau.x;
+                torque.y += tau.y;
+                torque.z += tau.z;
+                optix_dem_add(P.torque + j, dem_torque_j(arms, r));
+            }
+        }
+        if (q.count > 0) q.after = q.slot[q.count - 1];
+    } while (q.more);
+    dem_bond_forces(P, parity, model_i, sum, torque);  // both grains of a bond take their own share
+    dem_history_close(kept);
+    optix_dem_add(P.force + i, sum);
+    if (P.rotation) optix_dem_add(P.torque + i, torque);
+}
+
 extern "C" __global__ void __raygen__dem() {
     const int i = (int)optixGetLaunchIndex().x;
     const DemParams& P = params.dem;
     if (i >= P.particle_count) return;
+#if OPTIX_DEM_LAW != 0
+    if (params.mode == 0 && (OPTIX_DEM_LAW == 1 || dem_rotating_law(P))) {
+        optix_dem_rotating(P, i);
+        return;
+    }
+#endif
     const int model_i = P.slot_to_model[i];
     const bool springs = P.spring_model && params.mode == 0;
     const int parity = springs ? *P.spring_parity : 0;

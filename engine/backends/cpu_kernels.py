@@ -761,7 +761,9 @@ def kick(pos, vel, omega, quat, force, torque, radius, mass, material, active, a
             ty += f[4]
             tz += f[5]
         px, py, pz = np.float64(pos[i, 0]), np.float64(pos[i, 1]), np.float64(pos[i, 2])
-        gx, gy, gz = _field_acceleration(px, py, pz, field_table, field_grid)
+        # The velocity the walls saw (Verlet: the half-step velocity, as for every force here).
+        gx, gy, gz = _field_acceleration(px, py, pz, np.float64(vel[i, 0]), np.float64(vel[i, 1]),
+                                         np.float64(vel[i, 2]), field_table, field_grid)
         ax = fx / m + accel[0] + gx
         ay = fy / m + accel[1] + gy
         az = fz / m + accel[2] + gz

@@ -9,7 +9,8 @@ Each step, on the GPU and without a host synchronisation:
 2. detect: each particle gathers its own contact force from the 27 cells around it, read as 9 runs
    of consecutive buckets (no atomics, a fixed summation order, so the same input gives the same
    bits);
-3. update: walls, fields and semi-implicit Euler (kernels/dem_common.cu ``dem_integrate``).
+3. update: walls, fields and semi-implicit Euler (kernels/dem_common.cu ``dem_integrate``), or velocity
+   Verlet's second half-kick after its first half and drift (engine.backends.gpu_backend).
 
 Every ``physics.rebuild_interval`` steps the slots are reordered along a Morton curve so that a
 particle's neighbours sit close in memory (counted as a rebuild). The contacts found are exact every
@@ -62,7 +63,7 @@ class BackendCudaGrid(BackendGpu):
         module = raw_module("grid.cu", defines=(f"GRID_FORCES_MIN_BLOCKS={FORCES_MIN_BLOCKS}",))
         self._keys = module.get_function("grid_keys")
         self._gather_sorted = module.get_function("grid_gather_sorted")
-        self._forces = module.get_function("grid_forces")
+        self._forces = module.get_function("grid_forces_rotating" if self.particles.rotating_law else "grid_forces")
         self._pairs = module.get_function("grid_pairs")
         self.pair_capacity = max(16, 8 * n)
         self.timer = PhaseTimer(self.cp)

@@ -10,6 +10,12 @@ A step, queued on the GPU without a host synchronisation:
 3. update: walls, fields and semi-implicit Euler (``DeviceParticles.integrate``), then the colliders'
    swept test at the end of the step.
 
+With velocity Verlet (``physics.integrator``, issue 16) a step begins with the first half-kick and the
+drift (``DeviceParticles.verlet_drift``) and the colliders' swept test; build and detect then see the
+new positions, and the update is the second half-kick with the walls and fields at t = (step + 1)·dt.
+Before the first step after ``set_state`` (unless ``set_contact_history`` restored them) the
+accelerations of the initial state are computed once (``_prime``), as the CPU backend does.
+
 The phases (and the colliders' share of detect + update) are timed with CUDA events and read once at
 the end of ``step``.
 """
@@ -58,7 +64,10 @@ class BackendGpu(Backend):
         from .gpu_springs import SpringRows, history_from_rows
 
         p = self.particles
-        history = history_from_rows(p.get_springs() if p.springs_on else SpringRows.empty(p.particle_count))
+        history = history_from_rows(p.get_springs() if p.rows_on else SpringRows.empty(p.particle_count))
+        history.update(p.get_verlet())
+        history.update(p.get_bonds())
+        history.update(p.get_clumps())
         if self.colliders is not None:
             history.update(self.colliders.get_history())
         return history
@@ -68,9 +77,12 @@ class BackendGpu(Backend):
         from .gpu_springs import rows_from_history
 
         p = self.particles
-        if p.springs_on:
+        if p.rows_on:
             rows, self.springs_dropped = rows_from_history(history, self.model.radius)
             p.set_springs(rows)
+        p.set_bonds(history)  # after set_springs, which chose the half the next step reads
+        p.set_clumps(history)
+        p.set_verlet(history)
         if self.colliders is not None:
             self.colliders.set_history(history)
 
@@ -82,6 +94,24 @@ class BackendGpu(Backend):
         except Exception as exc:  # out of memory, a driver or OptiX error: one sentence, frames kept
             raise GpuUnavailable(gpu_failure_sentence(self.name, exc, doing="failed during a step")) from exc
 
+    def _prime(self) -> None:
+        """Velocity Verlet's accelerations of the current state, before its first step (as the CPU
+        backend: the forces at t = step·dt with the histories advanced over 0 s, colliders included)."""
+        p = self.particles
+        rebuild = self.needs_rebuild or self.steps_since_rebuild >= self.model.physics.rebuild_interval
+        self._build(rebuild)
+        if rebuild:
+            self.needs_rebuild = False
+            self.steps_since_rebuild = 0
+        p.history_dt.fill(0)
+        self._detect()
+        p.flip_springs()
+        if self.colliders is not None:
+            self.colliders.add_forces(p.step_index)
+        p.prime()
+        p.clump_step(0)
+        p.history_dt.fill(self.model.physics.dt)
+
     def _step(self, count: int) -> StepTimings:
         physics = self.model.physics
         p = self.particles
@@ -89,6 +119,15 @@ class BackendGpu(Backend):
         timings = StepTimings()
         for _ in range(count):
             e0 = timer.event()
+            if p.verlet_on and not p.primed:
+                self._prime()
+            if p.verlet_on:  # velocity Verlet: first half-kick and drift, then the forces at the new positions
+                if self.colliders is not None:
+                    self.colliders.remember_positions()
+                p.verlet_drift()
+                p.clump_step(2)
+                if self.colliders is not None:
+                    self.colliders.sweep(p.step_index + 1)
             rebuild = self.needs_rebuild or self.steps_since_rebuild >= physics.rebuild_interval
             self._build(rebuild)
             if rebuild:
@@ -100,13 +139,14 @@ class BackendGpu(Backend):
             p.flip_springs()
             if self.colliders is not None:
                 c0 = timer.event()
-                self.colliders.add_forces(p.step_index)
+                self.colliders.add_forces(p.step_index + (1 if p.verlet_on else 0))
                 timer.mark("colliders_s", c0, timer.event())
             e2 = timer.event()
-            if self.colliders is not None:
+            if self.colliders is not None and not p.verlet_on:
                 self.colliders.remember_positions()
             p.integrate()
-            if self.colliders is not None:
+            p.clump_step(3 if p.verlet_on else 1)
+            if self.colliders is not None and not p.verlet_on:
                 c0 = timer.event()
                 self.colliders.sweep(p.step_index)  # the end of the step: integrate advanced it
                 timer.mark("colliders_s", c0, timer.event())

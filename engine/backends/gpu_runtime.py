@@ -10,7 +10,13 @@ includes are expanded here first); OptiX programs are compiled with NVRTC to PTX
 ``kernel_cache_dir()``.
 
 Device layout of the particles (slot order, see ``DeviceParticles``): ``pos`` float4 (x, y, z, radius),
-``vel`` float4 (vx, vy, vz, mass), ``force`` float4, ``info`` uint32 (active bit | material << 8).
+``vel`` float4 (vx, vy, vz, mass), ``force`` float4, ``info`` uint32 (active bit | material << 8); with
+rotation (``Physics.rotation``) also ``omega`` float4 (ωx, ωy, ωz, moment of inertia), ``torque`` and
+``orientation`` (w, x, y, z) float4, and with velocity Verlet the last step's accelerations ``accel``
+and ``alpha``. Histories live by model index: springs and, beside them, rolling histories (rows, see
+engine.backends.gpu_springs), wall springs and rolling histories, glue bond states (engine.bonds).
+The paper's model (no rotation, Euler, no rolling, cohesion or bonds) runs the kernels' original path
+and keeps its bits.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..contact_law import TANGENTIAL_STIFFNESS_RATIO, pair_tables, wall_tables
+from ..contact_law import TANGENTIAL_STIFFNESS_RATIO, cohesion_tables, pair_tables, rolling_tables, wall_tables
 from ..errors import MochiError, SimulationDiverged
 from ..fields import pack_fields, uniform_acceleration
 from ..local_origin import local_origin, local_to_world, round_to_world, shift_field_table, world_to_local
@@ -55,10 +61,17 @@ DEM_PARAMS_DTYPE = np.dtype({
               "field_grid", "diag", "lo", "hi", "stiffness", "dt", "speed_limit2", "particle_count",
               "material_count", "field_count", "wall_mask", "cell_size", "inv_cell_size", "table_mask",
               "grid_bits_x", "grid_bits_y", "grid_bits_z", "springs", "wall_springs", "slot_to_model",
-              "spring_parity", "spring_model", "tangential_ratio"],
+              "spring_parity", "spring_model", "tangential_ratio", "omega", "torque", "orientation", "accel",
+              "alpha", "rolling", "wall_rolling", "rolling_mu", "cohesion", "wall_rolling_mu", "wall_cohesion",
+              "history_dt", "model_to_slot", "bond_start", "bond_other", "bond_index", "bond_pairs", "bond_props",
+              "bond_state", "clump_of", "clump_start", "clump_members", "clump_offset", "clump_mass",
+              "clump_inertia_inv", "clump_body", "rotation", "integrator", "rolling_model", "cohesion_model",
+              "bond_count", "clump_count"],
     "formats": ["u8"] * 11 + [("f8", (3,)), ("f8", (3,)), "f4", "f4", "f4", "i4", "i4", "i4", "i4", "f4", "f4",
-                              "u4", "u4", "u4", "u4"] + ["u8"] * 4 + ["i4", "f4"],
+                              "u4", "u4", "u4", "u4"] + ["u8"] * 4 + ["i4", "f4"] + ["u8"] * 26 + ["i4"] * 6,
 }, align=True)
+#: DemParams::integrator (DEM_INTEGRATOR_* in kernels/dem_params.h).
+INTEGRATORS = {"euler": 0, "verlet": 1}
 #: Springs a particle's row holds: DEM_SPRING_SLOTS in kernels/dem_params.h (a test checks they agree).
 SPRING_SLOTS = 16
 
@@ -205,9 +218,111 @@ def check_friction_model(physics) -> None:
         raise MochiError(f"The GPU backends know the friction models 'spring' and 'damper', not '{model}'.")
 
 
+def rotation_settings(physics) -> tuple[bool, str]:
+    """(rotation, integrator) of ``physics`` (``Physics.rotation``, ``Physics.integrator``)."""
+    return bool(physics.rotation), str(physics.integrator)
+
+
+def rotation_tables(physics) -> dict[str, np.ndarray]:
+    """Per-material tables of the rotating law (engine.contact_law), float32 for ``DemParams``:
+    ``rolling_mu`` (M, M) and ``wall_rolling_mu`` (M,) rolling coefficients μ_r, zero without rotation
+    (as the CPU backend: rolling resistance acts through ω only); ``cohesion`` (M, M) and
+    ``wall_cohesion`` (M,) SJKR cohesion c [Pa]."""
+    roll, wall_roll = rolling_tables(physics.materials, physics.domain.wall_rolling_friction)
+    if not physics.rotation:
+        roll, wall_roll = np.zeros_like(roll), np.zeros_like(wall_roll)
+    cohesion, wall_cohesion = cohesion_tables(physics.materials, physics.domain.wall_cohesion)
+    return {"rolling_mu": roll.astype(np.float32), "cohesion": cohesion.astype(np.float32),
+            "wall_rolling_mu": wall_roll.astype(np.float32), "wall_cohesion": wall_cohesion.astype(np.float32)}
+
+
+def law_flags(physics) -> dict[str, int]:
+    """The switches of ``DemParams`` that select the rotating law and the integrator."""
+    rotation, integrator = rotation_settings(physics)
+    if integrator not in INTEGRATORS:
+        raise MochiError(f"The GPU backends know the integrators 'verlet' and 'euler', not '{integrator}'.")
+    tables = rotation_tables(physics)
+    return {"rotation": int(rotation), "integrator": INTEGRATORS[integrator],
+            "rolling_model": int(bool((tables["rolling_mu"] > 0).any() or (tables["wall_rolling_mu"] > 0).any())),
+            "cohesion_model": int(bool((tables["cohesion"] > 0).any() or (tables["wall_cohesion"] > 0).any()))}
+
+
+def rotating_law(model) -> bool:
+    """True when the contacts need the rotating law's kernels (dem_rotating_law in kernels/dem_math.cuh):
+    rotation, rolling resistance, cohesion or glue bonds. Otherwise the paper's kernels run, as they were."""
+    flags = law_flags(model.physics)
+    return (bool(flags["rotation"] or flags["rolling_model"] or flags["cohesion_model"])
+            or model_bonds(model) is not None or model_clumps(model) is not None)
+
+
+def rotating_update(model) -> bool:
+    """True when the update is ``dem_integrate_rotating``'s (dem_uses_rotating_update): the rotating law
+    or velocity Verlet."""
+    return rotating_law(model) or rotation_settings(model.physics)[1] != "euler"
+
+
+def check_bodies(model) -> None:
+    """Refuse rigid bodies (clumps, ``Model.clumps``) of grains that do not rotate: the GPU kernels
+    compute the torques a clump turns by only for rotating grains.
+
+    Raises:
+        MochiError: Clumps with ``Physics.rotation`` false.
+    """
+    if model_clumps(model) is not None and not model.physics.rotation:
+        raise MochiError("Rigid bodies on the GPU need rotating grains; turn rotation on or bake this scene "
+                         "with the CPU backend.")
+
+
+def model_clumps(model):
+    """The model's rigid clumps (an ``engine.bonds.Clumps``), or None when it has none."""
+    clumps = getattr(model, "clumps", None)
+    return clumps if clumps is not None and clumps.count > 0 else None
+
+
+def clump_bodies(model, state) -> np.ndarray:
+    """Rigid-body state of each clump from its members, float64 (C, DEM_CLUMP_BODY = 19): centre of mass,
+    velocity, angular momentum about the centre, orientation identity (the body frame is the frame of
+    the initial positions), zero force and torque sums (as the CPU backend starts its clumps)."""
+    c = model_clumps(model)
+    mass = model.mass.astype(np.float64)
+    x = state.positions.astype(np.float64)
+    v = state.velocities.astype(np.float64)
+    body = np.zeros((c.count, 19))
+    for index in range(c.count):
+        members = c.members[c.start[index]:c.start[index + 1]]
+        w = mass[members, None]
+        centre = (w * x[members]).sum(axis=0) / c.mass[index]
+        body[index, 0:3] = centre
+        body[index, 3:6] = (w * v[members]).sum(axis=0) / c.mass[index]
+        spin = 0.4 * w * model.radius[members, None].astype(np.float64) ** 2 * state.angular_velocities[members]
+        body[index, 6:9] = (np.cross(x[members] - centre, w * v[members]) + spin).sum(axis=0)
+    body[:, 9] = 1.0
+    return body
+
+
+#: The clump state's history keys (the CPU backend's) and their columns in a ``clump_body`` row.
+CLUMP_HISTORY = {"clump_centre": slice(0, 3), "clump_velocity": slice(3, 6), "clump_momentum": slice(6, 9),
+                 "clump_orientation": slice(9, 13), "clump_force": slice(13, 16), "clump_torque": slice(16, 19)}
+
+
+def model_bonds(model):
+    """The model's glue bonds (an ``engine.bonds.Bonds``), or None when it has none."""
+    bonds = getattr(model, "bonds", None)
+    return bonds if bonds is not None and bonds.count > 0 else None
+
+
+def moments_of_inertia(model) -> np.ndarray:
+    """Moment of inertia of each solid sphere, 2/5 m r² [kg m²], float32 (n,)."""
+    return (0.4 * model.mass.astype(np.float64) * model.radius.astype(np.float64) ** 2).astype(np.float32)
+
+
 #: The array fields of ``DemParams``, in the header's order.
 DEM_PARAMS_ARRAYS = ("pos", "vel", "force", "info", "beta", "mu", "wall_beta", "wall_mu", "field_table",
-                     "field_grid", "diag", "springs", "wall_springs", "slot_to_model", "spring_parity")
+                     "field_grid", "diag", "springs", "wall_springs", "slot_to_model", "spring_parity", "omega",
+                     "torque", "orientation", "accel", "alpha", "rolling", "wall_rolling", "rolling_mu", "cohesion",
+                     "wall_rolling_mu", "wall_cohesion", "history_dt", "model_to_slot", "bond_start", "bond_other",
+                     "bond_index", "bond_pairs", "bond_props", "bond_state", "clump_of", "clump_start",
+                     "clump_members", "clump_offset", "clump_mass", "clump_inertia_inv", "clump_body")
 
 
 def fill_dem_params(record, arrays: dict, model: Model, *, field_count: int, pointer, **extra) -> None:
@@ -236,7 +351,13 @@ def fill_dem_params(record, arrays: dict, model: Model, *, field_count: int, poi
     record["field_count"] = field_count
     record["wall_mask"] = int(sum(int(bit) << side for side, bit in enumerate(physics.domain.wall_mask())))
     record["spring_model"] = int(uses_springs(physics))
+    bonds = model_bonds(model)
+    record["bond_count"] = 0 if bonds is None else bonds.count
+    clumps = model_clumps(model)
+    record["clump_count"] = 0 if clumps is None else clumps.count
     record["tangential_ratio"] = TANGENTIAL_STIFFNESS_RATIO
+    for name, value in law_flags(physics).items():
+        record[name] = value
     for name, value in extra.items():
         record[name] = value
 
@@ -317,6 +438,7 @@ class DeviceParticles:
         self.model = model
         physics = model.physics
         check_friction_model(physics)
+        check_bodies(model)
         n = model.particle_count
         self.particle_count = n
         self.pos = cupy.zeros((n, 4), cupy.float32)
@@ -341,10 +463,65 @@ class DeviceParticles:
         self.field_grid = cupy.asarray(grid, cupy.float32)
         self.field_count = int(table.shape[0])
         self.springs_on = uses_springs(physics)
-        rows = n if self.springs_on else 0
+        flags = law_flags(physics)
+        self.rotation_on = bool(flags["rotation"])
+        self.verlet_on = flags["integrator"] == INTEGRATORS["verlet"]
+        self.rolling_on = bool(flags["rolling_model"])
+        # Rows of pair history hold the springs and, beside them, the rolling histories.
+        self.rows_on = self.springs_on or self.rolling_on
+        rows = n if self.rows_on else 0
         self.springs = cupy.zeros((2 * rows * SPRING_SLOTS + 1, 4), cupy.float32)
-        self.wall_springs = cupy.zeros((6 * rows + 1, 4), cupy.float32)
+        self.wall_springs = cupy.zeros((6 * (n if self.springs_on else 0) + 1, 4), cupy.float32)
+        rolling_rows = n if self.rolling_on else 0
+        self.rolling = cupy.zeros((2 * rolling_rows * SPRING_SLOTS + 1, 4), cupy.float32)
+        self.wall_rolling = cupy.zeros((6 * rolling_rows + 1, 4), cupy.float32)
         self.spring_parity = cupy.zeros(1, cupy.int32)
+        spinning = n if self.rotation_on else 0
+        self.omega = cupy.zeros((max(spinning, 1), 4), cupy.float32)
+        self.torque = cupy.zeros((max(spinning, 1), 4), cupy.float32)
+        self.orientation = cupy.zeros((max(spinning, 1), 4), cupy.float32)
+        self.alpha = cupy.zeros((max(spinning, 1), 4), cupy.float32)
+        self.clumps = model_clumps(model)
+        # Verlet's accelerations; the clumps sum their members' forces from them with Euler too.
+        self.accel = cupy.zeros((max(n if self.verlet_on or self.clumps is not None else 0, 1), 4), cupy.float32)
+        for name, table in rotation_tables(physics).items():
+            setattr(self, name, cupy.asarray(np.ascontiguousarray(table.ravel())))
+        self.history_dt = cupy.full(1, physics.dt, cupy.float32)
+        self.model_to_slot = cupy.arange(n, dtype=cupy.int32)
+        self.bonds = model_bonds(model)
+        if self.bonds is not None:
+            from ..bonds import bond_rows
+
+            start, other, index = bond_rows(self.bonds, n)
+            self.bond_start = cupy.asarray(start.astype(np.int32))
+            self.bond_other = cupy.asarray(other.astype(np.int32))
+            self.bond_index = cupy.asarray(index.astype(np.int32))
+            self.bond_pairs = cupy.asarray(np.ascontiguousarray(self.bonds.pairs, np.int32))
+            self.bond_props = cupy.asarray(np.ascontiguousarray(np.stack(
+                [self.bonds.rest, self.bonds.area, self.bonds.stiffness, self.bonds.strength], 1), np.float64))
+            self.bond_state = cupy.zeros((2 * self.bonds.count, 4), cupy.float32)
+        else:
+            for name in ("bond_start", "bond_other", "bond_index", "bond_pairs"):
+                setattr(self, name, cupy.zeros(2, cupy.int32))
+            self.bond_props = cupy.zeros(4, cupy.float64)
+            self.bond_state = cupy.zeros((1, 4), cupy.float32)
+        c = self.clumps
+        if c is not None:
+            self.clump_of = cupy.asarray(np.ascontiguousarray(c.clump, np.int32))
+            self.clump_start = cupy.asarray(np.ascontiguousarray(c.start, np.int32))
+            self.clump_members = cupy.asarray(np.ascontiguousarray(c.members, np.int32))
+            self.clump_offset = cupy.asarray(np.ascontiguousarray(c.offset, np.float64))
+            self.clump_mass = cupy.asarray(np.ascontiguousarray(c.mass, np.float64))
+            self.clump_inertia_inv = cupy.asarray(np.ascontiguousarray(c.inertia_inv, np.float64).reshape(-1))
+            self.clump_body = cupy.zeros((c.count, 19), cupy.float64)
+        else:
+            for name in ("clump_of", "clump_start", "clump_members"):
+                setattr(self, name, cupy.zeros(2, cupy.int32))
+            for name in ("clump_offset", "clump_mass", "clump_inertia_inv"):
+                setattr(self, name, cupy.zeros(3, cupy.float64))
+            self.clump_body = cupy.zeros((1, 19), cupy.float64)
+        #: Velocity Verlet: ``accel``/``alpha`` hold the accelerations of the current state.
+        self.primed = False
         self.host_params = np.zeros(1, DEM_PARAMS_DTYPE)
         self.params = cupy.zeros(DEM_PARAMS_DTYPE.itemsize, cupy.uint8)
         self.key = cupy.zeros(max(n, 1), cupy.uint32)
@@ -352,7 +529,12 @@ class DeviceParticles:
         self._scratch4 = cupy.zeros((n, 4), cupy.float32)
         self._scratch1 = cupy.zeros(n, cupy.uint32)
         module = raw_module("dem_common.cu")
-        self._integrate = module.get_function("dem_integrate")
+        self.rotating_law = rotating_law(model)
+        # The paper's model runs the kernels it always ran; everything else their rotating twins.
+        self._integrate = module.get_function("dem_integrate_rotating" if rotating_update(model) else "dem_integrate")
+        self._verlet_drift = module.get_function("dem_verlet_drift")
+        self._verlet_prime = module.get_function("dem_verlet_prime")
+        self._clump_step = module.get_function("dem_clump_step")
         self._morton = module.get_function("dem_morton_keys")
         self._gather4 = module.get_function("gather_float4")
         self._gather1 = module.get_function("gather_u32")
@@ -388,11 +570,36 @@ class DeviceParticles:
         self.info.set(info)
         self.force.fill(0)
         self.slot_to_model[:] = cp.arange(n, dtype=cp.int32)
+        self.model_to_slot[:] = cp.arange(n, dtype=cp.int32)
         self.diag.set(np.array([INT_MAX, INT_MAX, 0, 0], np.int32))
-        if self.springs_on:
+        self.spring_parity.fill(0)
+        if self.bonds is not None:
+            self.set_bonds({})
+        if self.rows_on:
             from .gpu_springs import SpringRows
 
-            self.set_springs(SpringRows.empty(n))
+            self.set_springs(SpringRows.empty(n, rolling=self.rolling_on))
+        if self.rotation_on:
+            omega = np.zeros((n, 4), np.float32)
+            omega[:, 3] = moments_of_inertia(m)
+            spin = getattr(state, "angular_velocities", None)
+            if spin is not None:
+                omega[:, :3] = spin
+            self.omega.set(omega)
+            orientation = np.zeros((n, 4), np.float32)
+            turned = getattr(state, "orientations", None)
+            if turned is not None:
+                orientation[:] = turned
+            else:
+                orientation[:, 0] = 1.0
+            self.orientation.set(orientation)
+            self.torque.fill(0)
+            self.alpha.fill(0)
+        if self.verlet_on or self.clumps is not None:
+            self.accel.fill(0)
+            self.primed = False
+        if self.clumps is not None:
+            self.clump_body.set(clump_bodies(m, state))
         self.step_index = int(state.step)
         self.last_checked_step = int(state.step)
 
@@ -408,17 +615,115 @@ class DeviceParticles:
         info[self.slot_to_model] = self.info
         state = State(local_to_world(pos[:, :3].get(), self.origin), np.ascontiguousarray(vel[:, :3].get()),
                       (info.get() & INFO_ACTIVE).astype(np.uint8), self.step_index)
+        if self.rotation_on and hasattr(state, "angular_velocities"):
+            state.angular_velocities = np.ascontiguousarray(self.model_order(self.omega)[:, :3])
+            state.orientations = np.ascontiguousarray(self.model_order(self.orientation))
+        if self.bonds is not None:
+            from ..bonds import bonds_per_particle
+
+            state.bonds = bonds_per_particle(self.bonds, self.get_bonds()["bond_intact"], n)
         self.check()
         return state
 
+    def get_clumps(self) -> dict[str, np.ndarray]:
+        """The rigid clumps' body state in the CPU backend's history keys (``CLUMP_HISTORY``), float64;
+        empty without clumps."""
+        if self.clumps is None:
+            return {}
+        body = self.clump_body.get()
+        return {name: np.ascontiguousarray(body[:, columns]) for name, columns in CLUMP_HISTORY.items()}
+
+    def set_clumps(self, history: dict) -> None:
+        """Restore ``get_clumps``'s arrays (missing keys: the state ``upload`` derived); synchronous."""
+        if self.clumps is None or "clump_centre" not in history:
+            return
+        body = self.clump_body.get()
+        for name, columns in CLUMP_HISTORY.items():
+            body[:, columns] = np.asarray(history[name], np.float64).reshape(body[:, columns].shape)
+        self.clump_body.set(body)
+
+    def clump_step(self, phase: int) -> None:
+        """Move every rigid clump as one body and set its members (kernels/dem_common.cu
+        ``dem_clump_step``: 0 sums only, 1 Euler, 2 and 3 Verlet's halves); no-op without clumps."""
+        if self.clumps is not None:
+            self._clump_step(blocks(self.clumps.count), (BLOCK,), (self.params, np.int32(phase)))
+
+    def get_bonds(self) -> dict[str, np.ndarray]:
+        """The glue bonds' state the next step reads, in the CPU backend's history keys: ``bond_shear``
+        ξ_b [m] float64 (B, 3) and ``bond_intact`` uint8 (B,); empty without bonds."""
+        if self.bonds is None:
+            return {}
+        b = self.bonds.count
+        half = int(self.spring_parity.get()[0])
+        state = self.bond_state[half * b:(half + 1) * b].get()
+        return {"bond_shear": state[:, :3].astype(np.float64), "bond_intact": (state[:, 3] != 0).astype(np.uint8)}
+
+    def set_bonds(self, history: dict) -> None:
+        """Restore ``get_bonds``'s arrays into the half the next step reads (every bond intact and
+        unsheared when ``history`` has none); synchronous."""
+        if self.bonds is None:
+            return
+        b = self.bonds.count
+        data = np.zeros((2 * b, 4), np.float32)
+        half = int(self.spring_parity.get()[0])
+        rows = data[half * b:(half + 1) * b]
+        if "bond_intact" in history:
+            rows[:, :3] = np.asarray(history["bond_shear"], np.float64).reshape(b, 3)
+            rows[:, 3] = np.asarray(history["bond_intact"]).reshape(b) != 0
+        else:
+            rows[:, 3] = 1.0
+        self.bond_state.set(data)
+
+    def model_order(self, array) -> np.ndarray:
+        """A per-slot float4 array (cupy (n, 4)) in model order, on the host."""
+        out = self.cp.empty_like(array)
+        out[self.slot_to_model] = array
+        return out.get()
+
+    def slot_arrays4(self) -> list:
+        """The per-slot float4 arrays a reorder must carry (the torque is rewritten every step)."""
+        arrays = [self.pos, self.vel]
+        if self.rotation_on:
+            arrays += [self.omega, self.orientation, self.alpha]
+        if self.verlet_on or self.clumps is not None:
+            arrays.append(self.accel)
+        return arrays
+
+    def get_verlet(self) -> dict[str, np.ndarray]:
+        """Velocity Verlet's accelerations of the current state in model order, in the CPU backend's
+        history keys: ``acceleration`` [m/s²] and ``angular_acceleration`` [rad/s²], float64 (n, 3);
+        empty with semi-implicit Euler or before they were computed."""
+        if not (self.verlet_on and self.primed):
+            return {}
+        n = self.particle_count
+        alpha = self.model_order(self.alpha)[:, :3] if self.rotation_on else np.zeros((n, 3), np.float32)
+        return {"acceleration": self.model_order(self.accel)[:, :3].astype(np.float64),
+                "angular_acceleration": alpha.astype(np.float64)}
+
+    def set_verlet(self, history: dict) -> None:
+        """Restore ``get_verlet``'s arrays (model order; after ``upload``, which leaves slots in model
+        order). Without them the first step computes them (``prime``)."""
+        if not self.verlet_on or "acceleration" not in history:
+            return
+        n = self.particle_count
+        accel = np.zeros((n, 4), np.float32)
+        accel[:, :3] = np.asarray(history["acceleration"], np.float64).reshape(n, 3)
+        self.accel.set(accel)
+        if self.rotation_on:
+            alpha = np.zeros((n, 4), np.float32)
+            alpha[:, :3] = np.asarray(history["angular_acceleration"], np.float64).reshape(n, 3)
+            self.alpha.set(alpha)
+        self.primed = True
+
     def flip_springs(self) -> None:
-        """After a step's contact forces: the springs they kept are the ones the next step reads."""
-        if self.springs_on:
+        """After a step's contact forces: the springs (and glue bond states) they kept are the ones the
+        next step reads."""
+        if self.rows_on or self.bonds is not None:
             self._flip_parity((1,), (1,), (self.spring_parity,))
 
     def set_springs(self, rows: "SpringRows") -> None:
-        """Upload springs (the half the next step reads); synchronous."""
-        if not self.springs_on:
+        """Upload springs and rolling histories (the half the next step reads); synchronous."""
+        if not self.rows_on:
             return
         n = self.particle_count
         self.spring_parity.fill(0)
@@ -426,21 +731,37 @@ class DeviceParticles:
         data[:n * SPRING_SLOTS] = rows.grains.reshape(-1, 4)
         data.view(np.int32)[n * SPRING_SLOTS:2 * n * SPRING_SLOTS, 3] = -1  # the other half: empty rows
         self.springs.set(data)
-        walls = np.zeros((6 * n + 1, 4), np.float32)
-        walls[:6 * n, :3] = rows.walls.reshape(-1, 3)
-        self.wall_springs.set(walls)
+        if self.springs_on:
+            walls = np.zeros((6 * n + 1, 4), np.float32)
+            walls[:6 * n, :3] = rows.walls.reshape(-1, 3)
+            self.wall_springs.set(walls)
+        if self.rolling_on:
+            rolling = np.zeros((2 * n * SPRING_SLOTS + 1, 4), np.float32)
+            if rows.rolling is not None:
+                rolling[:n * SPRING_SLOTS, :3] = rows.rolling.reshape(-1, 3)
+            self.rolling.set(rolling)
+            wall_rolling = np.zeros((6 * n + 1, 4), np.float32)
+            if rows.wall_rolling is not None:
+                wall_rolling[:6 * n, :3] = rows.wall_rolling.reshape(-1, 3)
+            self.wall_rolling.set(wall_rolling)
 
     def get_springs(self) -> "SpringRows":
         """Download the springs the next step reads."""
         n = self.particle_count
         from .gpu_springs import SpringRows
 
-        if not self.springs_on:
+        if not self.rows_on:
             return SpringRows.empty(0)
         half = int(self.spring_parity.get()[0])
         grains = self.springs[half * n * SPRING_SLOTS:(half + 1) * n * SPRING_SLOTS].get().reshape(n, SPRING_SLOTS, 4)
-        walls = self.wall_springs[:6 * n, :3].get().reshape(n, 6, 3)
-        return SpringRows(grains, walls)
+        walls = (self.wall_springs[:6 * n, :3].get().reshape(n, 6, 3) if self.springs_on
+                 else np.zeros((n, 6, 3), np.float32))
+        rolling = wall_rolling = None
+        if self.rolling_on:
+            rolling = self.rolling[half * n * SPRING_SLOTS:(half + 1) * n * SPRING_SLOTS, :3].get()
+            rolling = rolling.reshape(n, SPRING_SLOTS, 3)
+            wall_rolling = self.wall_rolling[:6 * n, :3].get().reshape(n, 6, 3)
+        return SpringRows(grains, walls, rolling, wall_rolling)
 
     def spring_overflow(self) -> int:
         """Contacts so far whose spring did not fit in their owner's row (they slid history-free)."""
@@ -469,9 +790,24 @@ class DeviceParticles:
         t = step * physics.dt
         return (physics.gravity.at(t) + uniform_acceleration(physics.fields, t)).astype(np.float32)
 
-    def integrate(self) -> None:
-        """One semi-implicit Euler step from ``force`` (walls, fields, open sides); asynchronous."""
+    def prime(self) -> None:
+        """Velocity Verlet's accelerations of the current state (after its forces, with ``history_dt``
+        0: see ``BackendGpu``); nothing moves; asynchronous."""
         a = self.acceleration(self.step_index)
+        self._verlet_prime(blocks(self.particle_count), (BLOCK,),
+                           (self.params, a[0], a[1], a[2], np.int32(self.step_index)))
+        self.primed = True
+
+    def verlet_drift(self) -> None:
+        """Velocity Verlet's first half-kick and drift, before the forces (no-op with Euler); asynchronous."""
+        if self.verlet_on:
+            self._verlet_drift(blocks(self.particle_count), (BLOCK,), (self.params, np.int32(self.step_index)))
+
+    def integrate(self) -> None:
+        """The update after the forces (walls, fields, open sides): a semi-implicit Euler step, or
+        velocity Verlet's second half-kick (``verlet_drift`` did the rest); asynchronous. Verlet's
+        accelerations are evaluated at the end of the step, t = (step + 1)·dt, where the positions are."""
+        a = self.acceleration(self.step_index + (1 if self.verlet_on else 0))
         self._integrate(blocks(self.particle_count), (BLOCK,),
                         (self.params, a[0], a[1], a[2], np.int32(self.step_index)))
         self.step_index += 1
@@ -482,23 +818,25 @@ class DeviceParticles:
         self._morton(blocks(self.particle_count), (BLOCK,), (self.params, np.int32(MORTON_BITS), self.key))
         self.morton_sorter.sort(self.key)
         order = self.morton_sorter.sorted
-        for array in (self.pos, self.vel):
+        for array in self.slot_arrays4():
             self._gather4(blocks(self.particle_count), (BLOCK,), (array, order, n, self._scratch4))
             array[...] = self._scratch4
         for array in (self.info, self.slot_to_model):
             self._gather1(blocks(self.particle_count), (BLOCK,), (array.view(self.cp.uint32), order, n, self._scratch1))
             array[...] = self._scratch1.view(array.dtype)
+        self.model_to_slot[self.slot_to_model] = self.cp.arange(self.particle_count, dtype=self.cp.int32)
 
     def restore_model_order(self) -> None:
         """Put every slot array back in model order (slot k = particle k); asynchronous. A Morton reorder
         after it depends only on the positions, not on earlier reorders: how the CUDA grid resumes bit
         for bit."""
         order = self.slot_to_model
-        for array in (self.pos, self.vel, self.info):
+        for array in (*self.slot_arrays4(), self.info):
             scratch = self.cp.empty_like(array)
             scratch[order] = array
             array[...] = scratch
         self.slot_to_model[:] = self.cp.arange(self.particle_count, dtype=self.cp.int32)
+        self.model_to_slot[:] = self.cp.arange(self.particle_count, dtype=self.cp.int32)
 
     def round_to_world(self) -> None:
         """Round local positions to what a cache frame holds (engine.local_origin; at frame boundaries,

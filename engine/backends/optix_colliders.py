@@ -37,8 +37,8 @@ from .optix_pipeline import RAY_TMAX_FRACTION, OptixPipeline
 
 #: Host mirror of ``struct OptixColliderParams`` (kernels/dem_params.h).
 OPTIX_COLLIDER_PARAMS_DTYPE = np.dtype({
-    "names": ["dem", "collider", "handle", "force_sum", "ray_tmax", "mode"],
-    "formats": [DEM_PARAMS_DTYPE, COLLIDER_PARAMS_DTYPE, "u8", "u8", "f4", "i4"],
+    "names": ["dem", "collider", "handle", "force_sum", "ray_tmax", "mode", "torque_sum"],
+    "formats": [DEM_PARAMS_DTYPE, COLLIDER_PARAMS_DTYPE, "u8", "u8", "f4", "i4", "u8"],
 }, align=True)
 MODE_FORCES = 0
 MODE_SWEEP = 1
@@ -99,6 +99,7 @@ class OptixColliders(DeviceColliders):
                                 payload_values=2,
                                 compile_flags=(*(f"-D{d}" for d in collider_defines()), *COLLIDER_OPTIONS))
         self.force_sum = cupy.zeros((particles.particle_count, 3), cupy.float64)
+        self.torque_sum = cupy.zeros((particles.particle_count if particles.rotation_on else 1, 3), cupy.float64)
         self.ray_tmax = RAY_TMAX_FRACTION * float(model.radius.min())
         radius_max = float(model.radius.max())
         self.reach_max = [radius_max + 0.5 * c.thickness for c in self.set.colliders]
@@ -138,6 +139,7 @@ class OptixColliders(DeviceColliders):
             record["collider"] = self.meshes[index].host_params[0]
             record["handle"] = gas.handle
             record["force_sum"] = self.force_sum.data.ptr
+            record["torque_sum"] = self.torque_sum.data.ptr
             record["ray_tmax"] = self.ray_tmax
             record["mode"] = mode
             buffer.set(host.view(np.uint8))
@@ -154,7 +156,7 @@ class OptixColliders(DeviceColliders):
         for index in range(len(self.meshes)):
             self._launch(index, MODE_FORCES)
         p = self.particles
-        self._add_sums(blocks(p.particle_count), (BLOCK,), (p.params, self.force_sum))
+        self._add_sums(blocks(p.particle_count), (BLOCK,), (p.params, self.force_sum, self.torque_sum))
 
     def sweep(self, step: int) -> None:
         """Swept test against every collider at t = step·dt, the end of the step, collider by collider."""

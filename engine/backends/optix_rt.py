@@ -11,7 +11,8 @@ with ``ALLOW_UPDATE``. Each step, on the GPU and without a host synchronisation:
    sphere, the smaller slot on ties), each once even when OptiX runs it twice for one primitive; the
    ray-generation program resolves them in slot order and adds the partners' shares with atomics.
    It never reports an intersection, so any-hit and closest-hit never run;
-3. update: walls, fields and semi-implicit Euler (kernels/dem_common.cu ``dem_integrate``).
+3. update: walls, fields and semi-implicit Euler (kernels/dem_common.cu ``dem_integrate``), or velocity
+   Verlet's second half-kick after its first half and drift (engine.backends.gpu_backend).
 
 Refitting keeps the proxies exact, so the contacts are exact every step; rebuilding only restores
 the BVH's quality. Float atomics make the summation order, and so the last bits of a trajectory,
@@ -46,7 +47,8 @@ class BackendOptix(BackendGpu):
         n = model.particle_count
         self.particles = DeviceParticles(model)
         self.colliders = OptixColliders.for_model(self.particles, optix=optix)
-        self.rt = OptixPipeline(optix, cp)
+        # The program holds only the contact law this model needs (OPTIX_DEM_LAW in kernels/optix_dem.cu).
+        self.rt = OptixPipeline(optix, cp, compile_flags=(f"-DOPTIX_DEM_LAW={1 if self.particles.rotating_law else 0}",))
         self.aabb = cp.zeros((n, 6), cp.float32)
         self.accel_options = {
             op: optix.AccelBuildOptions(buildFlags=int(optix.BUILD_FLAG_ALLOW_UPDATE), operation=op)
@@ -117,6 +119,8 @@ class BackendOptix(BackendGpu):
 
     def _detect(self) -> None:
         self.particles.force.fill(0)  # the intersection program accumulates into it
+        if self.particles.rotation_on:
+            self.particles.torque.fill(0)
         self._launch()
 
     def contact_pairs(self) -> np.ndarray:

@@ -243,7 +243,10 @@ def test_backend_history_carries_the_collider_springs(host_library, monkeypatch)
     grains.active[:] = state.active
     particles = PermutedParticles(SimpleNamespace(physics=model.physics, colliders=model.colliders,
                                                   particle_count=model.particle_count), grains)
-    gpu = SimpleNamespace(particles=SimpleNamespace(springs_on=False, particle_count=model.particle_count),
+    gpu = SimpleNamespace(particles=SimpleNamespace(rows_on=False, particle_count=model.particle_count,
+                                                    get_verlet=dict, set_verlet=lambda history: None,
+                                                    get_bonds=dict, set_bonds=lambda history: None,
+                                                    get_clumps=dict, set_clumps=lambda history: None),
                           colliders=gpu_colliders.DeviceColliders.for_model(particles), model=model)
     BackendGpu.set_contact_history(gpu, history)
     back = BackendGpu.get_contact_history(gpu)

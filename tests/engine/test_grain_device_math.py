@@ -24,8 +24,10 @@ import pytest
 from engine.backends.cpu import BackendCpu
 from engine.backends.cuda_grid import grid_layout
 from engine.backends.gpu_runtime import (DEM_PARAMS_DTYPE, INFO_ACTIVE, INFO_MATERIAL_SHIFT, INT_MAX, KERNEL_DIR,
-                                        OPTIX_DEM_PARAMS_DTYPE, SPRING_SLOTS, fill_dem_params, grid_fields)
+                                        OPTIX_DEM_PARAMS_DTYPE, SPRING_SLOTS, fill_dem_params, grid_fields,
+                                        moments_of_inertia, rotating_law, rotation_tables)
 from engine.backends.optix_pipeline import RAY_TMAX_FRACTION
+from engine.bonds import bond_rows
 from engine.contact_law import contact_force, pair_tables, wall_tables
 from engine.model import Domain, Material, Physics, build_model
 from engine.state import make_state
@@ -53,21 +55,69 @@ def _build(out: Path, batch: int):
     p = ctypes.c_void_p
     for name, args, restype in (("grid_keys_host", [p, p], None), ("grid_gather_sorted_host", [p, p, p], None),
                                 ("grid_forces_host", [p, p, p, p], None),
+                                ("grid_forces_rotating_host", [p, p, p, p], None),
                                 ("grid_pairs_host", [p, p, p, p, p, p, ctypes.c_uint], None),
                                 ("dem_proxy_aabbs_host", [p, p], None),
                                 ("optix_dem_launch_host", [p, p, ctypes.c_int], ctypes.c_longlong),
                                 ("dem_integrate_host", [p, ctypes.c_float, ctypes.c_float, ctypes.c_float, ctypes.c_int],
-                                 None)):
+                                 None),
+                                ("dem_integrate_rotating_host",
+                                 [p, ctypes.c_float, ctypes.c_float, ctypes.c_float, ctypes.c_int], None),
+                                ("dem_clump_step_host", [p, ctypes.c_int], None)):
         getattr(library, name).argtypes = args
         getattr(library, name).restype = restype
     return library
+
+
+#: The host builds of this session by batch size: the modules that share the fixtures below build each once.
+_BUILDS: dict[int, ctypes.CDLL] = {}
+
+
+def _built(batch: int, tmp_path_factory):
+    if batch not in _BUILDS:
+        _BUILDS[batch] = _build(tmp_path_factory.mktemp("grain_host") / "grain_host.so", batch)
+    return _BUILDS[batch]
 
 
 @pytest.fixture(scope="module", params=BATCHES, ids=lambda b: f"batch{b}")
 def host_library(request, tmp_path_factory):
     """grain_host.cpp (kernels/grid.cu and optix_dem.cu) built for the host, without fused multiply-adds
     (the launcher compiles with --fmad=false)."""
-    return _build(tmp_path_factory.mktemp("grain_host") / "grain_host.so", request.param)
+    return _built(request.param, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def grain_library(tmp_path_factory):
+    """The host build with the kernel's default OptiX batch, for tests of the CUDA grid path only."""
+    return _built(BATCHES[0], tmp_path_factory)
+
+
+def bond_arrays(model) -> dict[str, np.ndarray]:
+    """The glue-bond arrays of ``DemParams`` (engine.bonds.bond_rows), every bond intact in half 0."""
+    bonds = model.bonds
+    if bonds is None or bonds.count == 0:
+        return {name: np.zeros(2, np.int32) for name in ("bond_start", "bond_other", "bond_index", "bond_pairs")} | {
+            "bond_props": np.zeros(4), "bond_state": np.zeros((1, 4), np.float32)}
+    start, other, index = bond_rows(bonds, model.particle_count)
+    state = np.zeros((2 * bonds.count, 4), np.float32)
+    state[:bonds.count, 3] = 1.0
+    return {"bond_start": start.astype(np.int32), "bond_other": other.astype(np.int32),
+            "bond_index": index.astype(np.int32), "bond_pairs": np.ascontiguousarray(bonds.pairs, np.int32),
+            "bond_props": np.ascontiguousarray(np.stack([bonds.rest, bonds.area, bonds.stiffness, bonds.strength], 1)),
+            "bond_state": state}
+
+
+def clump_arrays(model) -> dict[str, np.ndarray]:
+    """The rigid-clump arrays of ``DemParams`` (engine.bonds.Clumps); the bodies are set by the caller."""
+    c = getattr(model, "clumps", None)
+    if c is None:
+        return {"clump_of": np.zeros(2, np.int32), "clump_start": np.zeros(2, np.int32),
+                "clump_members": np.zeros(2, np.int32), "clump_offset": np.zeros(3), "clump_mass": np.zeros(3),
+                "clump_inertia_inv": np.zeros(3), "clump_body": np.zeros((1, 19))}
+    return {"clump_of": np.ascontiguousarray(c.clump, np.int32), "clump_start": np.ascontiguousarray(c.start, np.int32),
+            "clump_members": np.ascontiguousarray(c.members, np.int32), "clump_offset": np.ascontiguousarray(c.offset),
+            "clump_mass": np.ascontiguousarray(c.mass), "clump_inertia_inv": np.ascontiguousarray(c.inertia_inv).ravel(),
+            "clump_body": np.zeros((c.count, 19))}
 
 
 class HostGrains:
@@ -92,7 +142,17 @@ class HostGrains:
                            field_grid=np.zeros(1, np.float32), diag=np.array([INT_MAX, INT_MAX, 0, 0], np.int32),
                            springs=np.zeros((2 * n * SPRING_SLOTS + 1, 4), np.float32),
                            wall_springs=np.zeros((6 * n + 1, 4), np.float32),
-                           slot_to_model=np.arange(n, dtype=np.int32), spring_parity=np.zeros(1, np.int32))
+                           slot_to_model=np.arange(n, dtype=np.int32), spring_parity=np.zeros(1, np.int32),
+                           omega=np.zeros((n, 4), np.float32), torque=np.zeros((n, 4), np.float32),
+                           orientation=np.tile(np.float32([1, 0, 0, 0]), (n, 1)), accel=np.zeros((n, 4), np.float32),
+                           alpha=np.zeros((n, 4), np.float32),
+                           rolling=np.zeros((2 * n * SPRING_SLOTS + 1, 4), np.float32),
+                           wall_rolling=np.zeros((6 * n + 1, 4), np.float32),
+                           history_dt=np.full(1, physics.dt, np.float32),
+                           model_to_slot=np.arange(n, dtype=np.int32), **bond_arrays(model), **clump_arrays(model),
+                           **{name: np.ascontiguousarray(table.ravel())
+                              for name, table in rotation_tables(physics).items()})
+        self.arrays["omega"][:, 3] = moments_of_inertia(model)
         self.arrays["springs"].view(np.int32)[:, 3] = -1
         self.cell, self.grid_bits = grid_layout(model)
         self.params = np.zeros(1, DEM_PARAMS_DTYPE)
@@ -116,7 +176,9 @@ def grid_run(lib, grains: HostGrains) -> tuple[np.ndarray, set]:
     pos_sorted = np.zeros((n, 4), np.float32)
     lib.grid_gather_sorted_host(grains.address, sorted_slots.ctypes.data, pos_sorted.ctypes.data)
     grains.force[:] = np.nan  # grid_forces writes every slot
-    lib.grid_forces_host(grains.address, start.ctypes.data, sorted_slots.ctypes.data, pos_sorted.ctypes.data)
+    # The kernel the launcher picks (engine.backends.cuda_grid): the paper's, or the rotating law's.
+    forces = lib.grid_forces_rotating_host if rotating_law(grains.model) else lib.grid_forces_host
+    forces(grains.address, start.ctypes.data, sorted_slots.ctypes.data, pos_sorted.ctypes.data)
     capacity = 64 * n
     pairs = np.zeros((capacity, 2), np.int32)
     count = np.zeros(1, np.uint32)
@@ -195,7 +257,7 @@ def test_grain_kernels_equal_oracle_and_cpu(host_library, name, rng):
     active[5::41] = 0
     physics = Physics(materials=(Material(friction=0.3, restitution=0.5), Material(friction=0.6, restitution=0.8)),
                       domain=Domain(lo=tuple(positions.min(0) - 1.0), hi=tuple(positions.max(0) + 1.0)),
-                      stiffness=1.0e4, friction_model="damper")
+                      stiffness=1.0e4, friction_model="damper", rotation=False, integrator="euler")
     model = build_model(radius, physics, material_index=rng.integers(0, 2, n).astype(np.int32))
 
     alive = np.flatnonzero(active)
@@ -231,7 +293,8 @@ def test_crowded_ray_needs_several_batches(host_library, rng):
     positions, radius = _state("crowd", rng)
     positions = positions.astype(np.float32)
     radius = radius.astype(np.float32)
-    model = build_model(radius, Physics(domain=Domain(lo=(-1.0,) * 3, hi=(1.3,) * 3), friction_model="damper"))
+    model = build_model(radius, Physics(domain=Domain(lo=(-1.0,) * 3, hi=(1.3,) * 3), friction_model="damper",
+                                                rotation=False, integrator="euler"))
     n = len(radius)
     grains = HostGrains(model, positions, np.zeros((n, 3), np.float32), np.ones(n, np.uint8))
     _, pairs, calls = optix_run(host_library, grains, offers=2)

@@ -19,6 +19,21 @@ extern "C" void collider_force_sums_host(const DemParams* params, const Collider
     }
 }
 
+// The double force and torque sums of one collider (torque: with DemParams::rotation), (n, 3) each.
+extern "C" void collider_force_torque_sums_host(const DemParams* params, const ColliderParams* collider,
+                                                double* force, double* torque) {
+    for (int i = 0; i < params->particle_count; ++i) {
+        double3 t;
+        const double3 f = collider_grain_force_sum(*params, *collider, i, &t);
+        force[3 * i] = f.x;
+        force[3 * i + 1] = f.y;
+        force[3 * i + 2] = f.z;
+        torque[3 * i] = t.x;
+        torque[3 * i + 1] = t.y;
+        torque[3 * i + 2] = t.z;
+    }
+}
+
 // Like the collider_sweep kernel, also adds the corrections to collider->corrections; returns them.
 extern "C" int collider_sweep_host(const DemParams* params, const ColliderParams* collider,
                                    double displacement_max) {
