@@ -69,7 +69,8 @@ def bowl_full_of_grains(particles: int, settle_steps: int):
     physics = preset_setup.model.physics
     kwargs = dict(positions=positions, radius=radius.astype(np.float32), materials=physics.materials,
                   domain=physics.domain, gravity=physics.gravity, stiffness=physics.stiffness, fps=24.0,
-                  friction_model="damper", name="bowl full of grains")
+                  friction_model="damper", name="bowl full of grains",
+                  rotation=False, integrator="euler")  # the paper's model, which the Taichi peer runs
     with_collider = setup_from_arrays(**kwargs, colliders=colliders)
     if settle_steps:
         from engine.backends import make_backend

@@ -462,6 +462,9 @@ def _check_physics(physics: Physics) -> None:
     if physics.friction_model not in ("spring", "damper"):
         raise MochiError(f"The Taichi peer does not know the friction model '{physics.friction_model}'; "
                          "use 'spring' or 'damper'.")
+    if physics.rotation or physics.integrator != "euler":
+        raise MochiError("The Taichi peer runs the paper's model (grains that do not rotate, semi-implicit "
+                         "Euler); set rotation = false and integrator = \"euler\" to compare with it.")
     unsupported = [f.kind for f in physics.fields if f.kind not in ("uniform", "rotating")]
     if unsupported:
         raise MochiError(f"The Taichi peer does not implement {', '.join(sorted(set(unsupported)))} force "

@@ -66,7 +66,7 @@ def _scene(*, open_x: bool, rotating: bool, friction_model: str = "spring"):
         domain=Domain(lo=(0.0, 0.0, 0.0), hi=(nx * spacing + 0.001, 0.4, nz * spacing + 0.001),
                       open_sides=("+x",) if open_x else (), wall_restitution=0.4, wall_friction=0.5),
         gravity=Gravity((0.0, -9.81, 0.0), (1.0, 0.0, 0.0), 20.0) if rotating else Gravity(),
-        stiffness=1e4, dt=1e-4, friction_model=friction_model)
+        stiffness=1e4, dt=1e-4, friction_model=friction_model, rotation=False, integrator="euler")  # the peer's model
     model = build_model(radius, physics, material_index=(rng.random(count) < 0.5).astype(np.int32))
     return model, make_state(positions, velocities)
 
@@ -100,7 +100,15 @@ def test_peer_matches_cpu_backend(peer, open_x, rotating, friction_model):
 def test_peer_refuses_position_dependent_fields(peer):
     model, state = _scene(open_x=False, rotating=False)
     physics = Physics(materials=model.physics.materials, domain=model.physics.domain,
-                      fields=(ForceField("vortex"),))
+                      fields=(ForceField("vortex"),), rotation=False, integrator="euler")
     with pytest.raises(MochiError, match="vortex"):
+        peer.run_taichi_dem(state.positions, state.velocities, model.radius, model.mass,
+                            model.material_index, physics, steps=1)
+
+
+def test_peer_refuses_rotating_grains(peer):
+    model, state = _scene(open_x=False, rotating=False)
+    physics = Physics(materials=model.physics.materials, domain=model.physics.domain)  # rotation, Verlet
+    with pytest.raises(MochiError, match="do not rotate"):
         peer.run_taichi_dem(state.positions, state.velocities, model.radius, model.mass,
                             model.material_index, physics, steps=1)
