@@ -250,3 +250,40 @@ def contact_response(xi, xj, vi, vj, wi, wj, ri, rj, mi, mj, stiffness, beta, mu
             torque_i = torque_i + torque_roll
             torque_j = torque_j - torque_roll
     return f_n * normal + f_t, torque_i, torque_j, xi_t, xi_r
+
+
+def cohesion_notes(materials: tuple[Material, ...], material_index: np.ndarray, radius: np.ndarray,
+                   stiffness: float) -> tuple[str, ...]:
+    """What each material's SJKR cohesion does with this stiffness, in sentences for the user.
+
+    Two equal grains of radius r touching with overlap δ feel k δ − c A, A = π r δ − π δ²/4: the pull
+    beats the spring only when c > k / (π r) (the binding threshold), and they then settle at
+    δ* = 4 r (1 − k / (c π r)). Below the threshold cohesion only softens contacts; far above it grains
+    sink deep into each other. Both are worth saying before a bake.
+
+    Args:
+        materials: The material table.
+        material_index: Material of each grain, shape (particle_count,).
+        radius: Radii [m], shape (particle_count,).
+        stiffness: Normal stiffness k [N/m].
+    """
+    notes = []
+    for index, material in enumerate(materials):
+        if material.cohesion <= 0.0:
+            continue
+        mine = radius[material_index == index]
+        if mine.size == 0:
+            continue
+        r = float(np.median(mine))
+        threshold = stiffness / (math.pi * r)
+        if material.cohesion <= threshold:
+            notes.append(f"Stickiness {material.cohesion:.3g} Pa of material '{material.name}' is below the "
+                         f"{threshold:.3g} Pa its grains (r = {r:.3g} m) need to stick with stiffness "
+                         f"{stiffness:.3g} N/m: it only softens their contacts.")
+        else:
+            depth = 4.0 * (1.0 - threshold / material.cohesion)
+            if depth > 0.1:
+                notes.append(f"Stickiness {material.cohesion:.3g} Pa of material '{material.name}' makes its grains "
+                             f"settle about {depth:.0%} of a radius into each other (binding starts at "
+                             f"{threshold:.3g} Pa with stiffness {stiffness:.3g} N/m).")
+    return tuple(notes)

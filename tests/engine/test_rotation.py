@@ -217,3 +217,32 @@ def test_orientation_follows_a_constant_spin():
     backend.step(1000)  # 0.1 s: 1 rad
     q = backend.get_state().orientations[0]
     np.testing.assert_allclose(q, [math.cos(0.5), 0.0, 0.0, math.sin(0.5)], atol=1e-5)
+
+
+@pytest.mark.parametrize("ratio", [0.8, 1.05])
+def test_cohesion_note_names_the_binding_threshold_and_the_depth_grains_settle_at(ratio):
+    """Below k/(π r) stickiness only softens contacts (the note says so and the pair does not bind);
+    above it, a pair in zero gravity settles at the overlap the note predicts."""
+    from engine.model import Domain, Gravity, Material
+    from engine.scene import setup_from_arrays
+
+    r, k = 0.01, 1.0e4
+    threshold = k / (math.pi * r)
+    material = Material(density=1000.0, restitution=0.2, friction=0.0, cohesion=ratio * threshold)
+    gap = 2.0 * r - 0.01 * r  # touching, 1% overlap
+    setup = setup_from_arrays(positions=np.array([[0.05, 0.05, 0.05], [0.05 + gap, 0.05, 0.05]]),
+                              radius=np.full(2, r), materials=(material,), domain=Domain(hi=(0.1, 0.1, 0.1)),
+                              gravity=Gravity(vector=(0.0, 0.0, 0.0)), stiffness=k, dt=2.0e-5)
+    [note] = [n for n in setup.notes if "Stickiness" in n]
+    backend = BackendCpu(setup.model)
+    backend.set_state(setup.state)
+    backend.step(20_000)
+    x = backend.get_state().positions.astype(np.float64)
+    overlap = (2.0 * r - np.linalg.norm(x[1] - x[0])) / r
+    if ratio < 1.0:
+        assert "only softens" in note
+        assert overlap < 0.05 * 0.01  # the 1% start is pushed out to nothing: no depth holds them
+    else:
+        predicted = 4.0 * (1.0 - 1.0 / ratio)
+        assert f"{predicted:.0%}" in note
+        assert overlap == pytest.approx(predicted, rel=0.02)
