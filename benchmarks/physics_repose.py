@@ -15,9 +15,9 @@ dt = 40 µs, LAMMPS ``pair granular`` hooke + damping tsuji + tangential linear_
 Cases (LAMMPS): ``no_rotation`` (paper model / ``fix nve``), ``frictional`` (rotating, μ_r = 0),
 ``rolling_0.1`` and ``rolling_0.3`` (μ_r on grains and walls).
 
-Cohesion (LIGGGHTS 3.8, LAMMPS has no SJKR): the same pile, rotating, μ = 0.5, once without and once
-with SJKR cohesion c = 2 k/(2π R) between grains (twice the binding threshold of docs/physics.md;
-walls not cohesive, as Mochi's default wall_cohesion = 0). LIGGGHTS runs ``model hooke/stiffness
+Cohesion (LIGGGHTS 3.8, LAMMPS has no SJKR): the same pile, rotating, μ = 0.5, without cohesion and with
+SJKR cohesion c = 1.0 and 1.1 × k/(2π R_eff) between grains (R_eff = R/2, the binding threshold of
+docs/physics.md; walls not cohesive, as Mochi's default wall_cohesion = 0). LIGGGHTS runs ``model hooke/stiffness
 tangential history cohesion sjkr`` with kn, kt = 2/7 k, and gamman, gammat per radius-type pair (the
 approach of ``benchmarks/peers/liggghts_input.py``: LIGGGHTS damps with gamma·m_eff, so the grains are
 split into radius types and each pair gets 2β√(k/m̄_eff), gammat = √(2/7) gamman).
@@ -50,10 +50,12 @@ LENGTH = 0.15          # box length along x [m]; the +x side is open
 WIDTH = 0.04           # box width along y [m] (8 diameters, walls on both sides)
 HEIGHT = 0.30          # box height [m]
 COLUMN = 0.06          # column length along x [m]
-STEPS = 30000          # 1.2 s
+STEPS = 50000          # 2 s
 FRICTION = 0.5
-#: SJKR cohesion of the cohesive case [Pa]: twice k/(2π R), the threshold where a linear spring binds.
-COHESION = 2.0 * STIFFNESS / (2.0 * math.pi * RADIUS)
+#: k/(2π R_eff) [Pa] for two mean grains (R_eff = R/2): the SJKR cohesion above which a linear spring binds
+#: (docs/physics.md). 1.5 × this makes grains snap into each other faster than dt resolves (Mochi stops
+#: with SimulationDiverged), so the cohesive cases sit at 1.0 × and 1.1 ×.
+COHESION_THRESHOLD = STIFFNESS / (2.0 * math.pi * 0.5 * RADIUS)
 
 
 def column_state(count: int, seed: int = 2):
@@ -223,7 +225,8 @@ def repose_angle(positions, radii) -> dict:
 
 
 def pile_metrics(positions, radii) -> dict:
-    """Angle of repose plus the mean coordination of the grains (contacts counted on overlap)."""
+    """Angle of repose plus the run-out (99th percentile of the grains' front x + r [m]), the mean
+    coordination (contacts counted on overlap) and the mean overlap of touching pairs over the mean radius."""
     from scipy.spatial import cKDTree
 
     x = np.asarray(positions, np.float64)
@@ -233,7 +236,8 @@ def pile_metrics(positions, radii) -> dict:
     touching = pairs[dist <= r[pairs[:, 0]] + r[pairs[:, 1]]]
     contacts = np.bincount(touching.ravel(), minlength=len(x))
     overlap = (r[touching[:, 0]] + r[touching[:, 1]] - np.linalg.norm(x[touching[:, 0]] - x[touching[:, 1]], axis=1))
-    return {**repose_angle(x, r), "coordination": round(float(contacts.mean()), 3),
+    return {**repose_angle(x, r), "runout_m": round(float(np.percentile(x[:, 0] + r, 99)), 4),
+            "coordination": round(float(contacts.mean()), 3),
             "mean_overlap_over_radius": round(float(overlap.mean() / RADIUS), 4) if len(overlap) else 0.0}
 
 
@@ -243,7 +247,8 @@ LAMMPS_CASES = {
     "rolling_0.1": dict(rolling=0.1, rotation=True),
     "rolling_0.3": dict(rolling=0.3, rotation=True),
 }
-LIGGGHTS_CASES = {"liggghts_frictional": 0.0, "liggghts_cohesive": COHESION}
+LIGGGHTS_CASES = {"liggghts_frictional": 0.0, "liggghts_cohesion_1.0": COHESION_THRESHOLD,
+                  "liggghts_cohesion_1.1": 1.1 * COHESION_THRESHOLD}
 
 
 def main(argv=None) -> int:
@@ -257,7 +262,7 @@ def main(argv=None) -> int:
     out = Path(args.out)
     results = json.loads(out.read_text()) if out.exists() else {}
     results.update({"particles": args.particles, "dt": DT, "stiffness": STIFFNESS, "restitution": RESTITUTION,
-                    "friction": FRICTION, "steps": STEPS, "cohesion_pa": round(COHESION, 1),
+                    "friction": FRICTION, "steps": STEPS, "cohesion_threshold_pa": round(COHESION_THRESHOLD, 1),
                     "box_m": [LENGTH, WIDTH, HEIGHT], "column_m": COLUMN})
     results.setdefault("cases", {})
     work = Path(tempfile.mkdtemp(prefix="mochi_repose_"))
@@ -284,14 +289,15 @@ def main(argv=None) -> int:
 
 
 def markdown(results) -> str:
-    lines = ["| case | code | angle of repose [°] | height at wall [mm] | grains left | coordination |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| case | code | angle of repose [°] | height at wall [mm] | run-out [mm] | grains left | "
+             "coordination | mean overlap / R |", "|---|---|---|---|---|---|---|---|"]
     for name, entry in results["cases"].items():
         for code in ("mochi", "lammps", "liggghts"):
             if code in entry:
                 m = entry[code]
                 lines.append(f"| {name} | {code} | {m['angle_deg']:.1f} | {1000 * m.get('height_at_wall_m', 0):.1f} | "
-                             f"{m['grains']} | {m['coordination']:.2f} |")
+                             f"{1000 * m['runout_m']:.1f} | {m['grains']} | {m['coordination']:.2f} | "
+                             f"{m['mean_overlap_over_radius']:.3f} |")
     return "\n".join(lines)
 
 
