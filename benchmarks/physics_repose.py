@@ -80,7 +80,8 @@ def rolling_damping(radii) -> float:
     return 2.0 * damping_ratio(RESTITUTION) * math.sqrt(0.5 * mass * 2.0 / 7.0 * STIFFNESS)
 
 
-def run_mochi(positions, radii, velocities, *, rolling, rotation, cohesion=0.0, steps=STEPS):
+def run_mochi(positions, radii, velocities, *, rolling, rotation, cohesion=0.0, steps=STEPS,
+              box=(LENGTH, WIDTH, HEIGHT), open_sides=("+x",)):
     """Mochi CPU backend; returns (positions of the grains still in the box (m, 3), their radii, seconds)."""
     from engine.backends.cpu import BackendCpu
     from engine.model import Domain, Gravity, Material
@@ -88,7 +89,7 @@ def run_mochi(positions, radii, velocities, *, rolling, rotation, cohesion=0.0, 
 
     material = Material(density=DENSITY, restitution=RESTITUTION, friction=FRICTION, rolling_friction=rolling,
                         cohesion=cohesion)
-    domain = Domain(lo=(0, 0, 0), hi=(LENGTH, WIDTH, HEIGHT), open_sides=("+x",), wall_restitution=RESTITUTION,
+    domain = Domain(lo=(0, 0, 0), hi=tuple(box), open_sides=tuple(open_sides), wall_restitution=RESTITUTION,
                     wall_friction=FRICTION, wall_rolling_friction=rolling)
     setup = setup_from_arrays(positions=positions, radius=radii, velocities=velocities, materials=(material,),
                               domain=domain, gravity=Gravity(vector=(0.0, 0.0, -9.81)), dt=DT, stiffness=STIFFNESS,
@@ -103,12 +104,13 @@ def run_mochi(positions, radii, velocities, *, rolling, rotation, cohesion=0.0, 
     return (state.positions[keep].astype(np.float64), setup.model.radius[keep].astype(np.float64), elapsed)
 
 
-def _box_data(folder: Path, positions, radii, velocities, types=None, type_count=None):
+def _box_data(folder: Path, positions, radii, velocities, types=None, type_count=None, box=(LENGTH, WIDTH, HEIGHT),
+              open_x=True):
     # The box ends at the open side (grains leaving through it are lost) and has a margin elsewhere.
     pad = 0.01
     write_sphere_data(folder / "data.txt", positions, radii, np.full(len(radii), DENSITY), (-pad, -pad, -pad),
-                      (LENGTH, WIDTH + pad, HEIGHT + pad), velocities=velocities, material_index=types,
-                      type_count=type_count)
+                      (box[0] + (0.0 if open_x else pad), box[1] + pad, box[2] + pad), velocities=velocities,
+                      material_index=types, type_count=type_count)
 
 
 def lammps_script(*, rolling, gamma_roll, rotation, steps=STEPS) -> str:
@@ -142,8 +144,8 @@ def run_lammps(positions, radii, velocities, folder: Path, **kwargs):
 # Separate from benchmarks/peers/liggghts_input.py (branch issue19, frictionless, no cohesion), whose
 # radius-type approach to LIGGGHTS' mass-scaled damping it reuses through radius_types/type_masses.
 
-def liggghts_script(radii, *, cohesion, steps=STEPS) -> tuple[str, np.ndarray]:
-    """(input script, 0-based radius type of each grain) for the frictional (+ cohesive) pile."""
+def liggghts_script(radii, *, cohesion, steps=STEPS, box=(LENGTH, WIDTH, HEIGHT), open_x=True) -> tuple[str, np.ndarray]:
+    """(input script, 0-based radius type of each grain) for the frictional (+ cohesive) pile or bed."""
     from benchmarks.peers.liggghts_input import RADIUS_TYPES, radius_types, type_masses
     from engine.contact_law import damping_ratio
 
@@ -171,9 +173,10 @@ def liggghts_script(radii, *, cohesion, steps=STEPS) -> tuple[str, np.ndarray]:
     if cohesion > 0:
         props.append(table("cohesionEnergyDensity", coh))
         model += " cohesion sjkr"
-    walls = [f"fix w_{a}{s} all wall/gran {model} primitive type {n} {a}plane {p!r}"
-             for a, s, p in (("x", "lo", 0.0), ("y", "lo", 0.0), ("y", "hi", WIDTH), ("z", "lo", 0.0),
-                             ("z", "hi", HEIGHT))]
+    planes = [("x", "lo", 0.0), ("x", "hi", box[0]), ("y", "lo", 0.0), ("y", "hi", box[1]), ("z", "lo", 0.0),
+              ("z", "hi", box[2])]
+    walls = [f"fix w_{a}{s} all wall/gran {model} primitive type {n} {a}plane {float(p)!r}"
+             for a, s, p in planes if not (open_x and a == "x" and s == "hi")]
     lines = ["units si", "atom_style granular", "atom_modify map array", "boundary f f f", "newton off",
              "communicate single vel yes", "read_data data.txt", f"neighbor {0.4 * RADIUS!r} bin",
              "neigh_modify delay 0", *props, f"pair_style gran {model}", "pair_coeff * *", *walls,
@@ -183,12 +186,14 @@ def liggghts_script(radii, *, cohesion, steps=STEPS) -> tuple[str, np.ndarray]:
     return "\n".join(lines) + "\n", types
 
 
-def run_liggghts(positions, radii, velocities, folder: Path, *, cohesion):
+def run_liggghts(positions, radii, velocities, folder: Path, *, cohesion, steps=STEPS, box=(LENGTH, WIDTH, HEIGHT),
+                 open_x=True):
     folder.mkdir(parents=True, exist_ok=True)
-    script, types = liggghts_script(radii, cohesion=cohesion)
+    script, types = liggghts_script(radii, cohesion=cohesion, steps=steps, box=box, open_x=open_x)
     from benchmarks.peers.liggghts_input import RADIUS_TYPES
 
-    _box_data(folder, positions, radii, velocities, types=types, type_count=RADIUS_TYPES + 1)
+    _box_data(folder, positions, radii, velocities, types=types, type_count=RADIUS_TYPES + 1, box=box,
+              open_x=open_x)
     run = run_peer("liggghts", script, folder, threads=1)
     # LIGGGHTS' write_dump has no 'modify sort'; read the header's column names.
     lines = (folder / "final.dump").read_text().splitlines()
@@ -249,12 +254,15 @@ LAMMPS_CASES = {
 }
 LIGGGHTS_CASES = {"liggghts_frictional": 0.0, "liggghts_cohesion_1.0": COHESION_THRESHOLD,
                   "liggghts_cohesion_1.1": 1.1 * COHESION_THRESHOLD}
+#: Beds of benchmarks/physics_peers.py (2,500 grains settled in its closed box, rotating, μ = 0.5) with and
+#: without cohesion, Mochi vs LIGGGHTS: packing fraction, coordination and bed height by its bed_metrics.
+BED_CASES = {"bed_liggghts_frictional": 0.0, "bed_liggghts_cohesion_1.1": 1.1 * COHESION_THRESHOLD}
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--particles", type=int, default=2000)
-    parser.add_argument("--cases", nargs="*", default=[*LAMMPS_CASES, *LIGGGHTS_CASES])
+    parser.add_argument("--cases", nargs="*", default=[*LAMMPS_CASES, *LIGGGHTS_CASES, *BED_CASES])
     parser.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "physics_repose.json"))
     args = parser.parse_args(argv)
     positions, radii, velocities = column_state(args.particles)
@@ -273,6 +281,18 @@ def main(argv=None) -> int:
             px, pr, ps = run_lammps(positions, radii, velocities, work / name, gamma_roll=gamma_roll, **case)
             entry = {"mochi": {**pile_metrics(mx, mr), "seconds": round(ms, 1)},
                      "lammps": {**pile_metrics(px, pr), "seconds": round(ps, 1)}}
+        elif name in BED_CASES:
+            from benchmarks import physics_peers as bed
+
+            cohesion = BED_CASES[name]
+            bx, br, bv = bed.initial_state(2500)
+            box = (bed.SIDE, bed.SIDE, bed.HEIGHT)
+            common = dict(cohesion=cohesion, steps=bed.SETTLE_STEPS, box=box)
+            mx, mr, ms = run_mochi(bx, br, bv, rolling=0.0, rotation=True, open_sides=(), **common)
+            px, pr, ps = run_liggghts(bx, br, bv, work / name, open_x=False, **common)
+            entry = {"cohesion_pa": round(cohesion, 1), "particles": 2500, "steps": bed.SETTLE_STEPS,
+                     "mochi": {**bed.bed_metrics(mx, mr), "seconds": round(ms, 1)},
+                     "liggghts": {**bed.bed_metrics(px, pr), "seconds": round(ps, 1)}}
         else:
             cohesion = LIGGGHTS_CASES[name]
             mx, mr, ms = run_mochi(positions, radii, velocities, rolling=0.0, rotation=True, cohesion=cohesion)
@@ -293,11 +313,18 @@ def markdown(results) -> str:
              "coordination | mean overlap / R |", "|---|---|---|---|---|---|---|---|"]
     for name, entry in results["cases"].items():
         for code in ("mochi", "lammps", "liggghts"):
-            if code in entry:
+            if code in entry and "angle_deg" in entry[code]:
                 m = entry[code]
                 lines.append(f"| {name} | {code} | {m['angle_deg']:.1f} | {1000 * m.get('height_at_wall_m', 0):.1f} | "
                              f"{1000 * m['runout_m']:.1f} | {m['grains']} | {m['coordination']:.2f} | "
                              f"{m['mean_overlap_over_radius']:.3f} |")
+    lines += ["", "| bed | code | packing fraction | coordination | bed height [mm] |", "|---|---|---|---|---|"]
+    for name, entry in results["cases"].items():
+        for code in ("mochi", "liggghts"):
+            if code in entry and "packing_fraction" in entry[code]:
+                m = entry[code]
+                lines.append(f"| {name} | {code} | {m['packing_fraction']:.3f} | {m['coordination']:.2f} | "
+                             f"{1000 * m['bed_height_m']:.1f} |")
     return "\n".join(lines)
 
 
