@@ -22,6 +22,9 @@ tangential history cohesion sjkr`` with kn, kt = 2/7 k, and gamman, gammat per r
 approach of ``benchmarks/peers/liggghts_input.py``: LIGGGHTS damps with gamma·m_eff, so the grains are
 split into radius types and each pair gets 2β√(k/m̄_eff), gammat = √(2/7) gamman).
 
+Beds (``bed_liggghts_*``): the 2,500-grain bed of ``benchmarks/physics_peers.py`` settled in its closed box,
+rotating, μ = 0.5, without and with cohesion 1.1 c*, Mochi vs LIGGGHTS, read by its ``bed_metrics``.
+
 Run: ``PYTHONPATH=. python benchmarks/physics_repose.py [--cases ...]`` → JSON in
 benchmarks/results/physics_repose.json and a Markdown table on stdout (docs/physics.md).
 """
