@@ -47,7 +47,7 @@ sys.path.insert(0, str(REPO))
 from benchmarks.peers.data_file import write_sphere_data  # noqa: E402
 from benchmarks.peers.runner import run_peer  # noqa: E402
 from benchmarks.physics_peers import (DENSITY, DT, RADIUS, RESTITUTION, STIFFNESS,  # noqa: E402
-                                      tsuji_restitution)
+                                      rolling_damping, tsuji_restitution)
 
 LENGTH = 0.15          # box length along x [m]; the +x side is open
 WIDTH = 0.04           # box width along y [m] (8 diameters, walls on both sides)
@@ -73,14 +73,6 @@ def column_state(count: int, seed: int = 2):
     radii = RADIUS * rng.uniform(0.92, 1.08, count)
     velocities = rng.normal(0.0, 0.05, (count, 3))
     return positions.astype(np.float32), radii.astype(np.float32), velocities.astype(np.float32)
-
-
-def rolling_damping(radii) -> float:
-    """Mochi's γ_r = 2β√(m_eff k_t) for the mean grain pair (LAMMPS' sds damping is one constant)."""
-    from engine.contact_law import damping_ratio
-
-    mass = DENSITY * 4.0 / 3.0 * math.pi * float(np.mean(np.asarray(radii, np.float64) ** 3))
-    return 2.0 * damping_ratio(RESTITUTION) * math.sqrt(0.5 * mass * 2.0 / 7.0 * STIFFNESS)
 
 
 def run_mochi(positions, radii, velocities, *, rolling, rotation, cohesion=0.0, steps=STEPS,
