@@ -98,7 +98,11 @@ def test_a_rising_collider_pushes_grains_up(grains_over_a_plane, how):
     last = bake_last_frame(scene)
     # The grains started below the plane's final height, so those resting on it were lifted.
     lifted = (last["z"] - last["radius"]) > PLANE_Z + RISE - 0.2 * last["radius"].max()
-    assert lifted.all(), f"{(~lifted).sum()} of {lifted.size} grains were left below the risen plane"
+    # Rotating grains with no rolling resistance roll freely: a few from the collapsing cube roll off the
+    # plane's edge (|y| > 1 m) and fall; every grain still over the plane was lifted with it.
+    over = (np.abs(last["x"]) < 1.0) & (np.abs(last["y"]) < 1.0)
+    assert over.sum() > 0.95 * over.size
+    assert lifted[over].all(), f"{(~lifted[over]).sum()} of {over.sum()} grains were left below the risen plane"
 
 
 def test_a_scaling_collider_is_captured_as_deforming(grains_over_a_plane):

@@ -119,8 +119,8 @@ def test_viewport_display_percentage_thins_the_viewport_not_the_render(baked_sce
 
 
 def test_instances_turn_with_the_cache_orientation_where_it_has_one(baked_scene, tmp_path):
-    """A frame whose PLY carries qw qx qy qz (as caches with grain rotation will) turns every instance by
-    it; a frame without turns each grain at random."""
+    """A frame whose PLY carries qw qx qy qz (cache format 2) turns every instance by it; a frame without
+    (format 1) turns each grain at random."""
     import time
 
     from numpy.lib import recfunctions
@@ -128,13 +128,15 @@ def test_instances_turn_with_the_cache_orientation_where_it_has_one(baked_scene,
 
     playback = mochi_module("addon.playback")
     folder = mochi_module("addon.snapshot").cache_folder(baked_scene)
-    path = folder / "frame_0002.ply"
-    vertex = PlyData.read(str(path))["vertex"].data
     half = np.sqrt(0.5)  # 90° about Z
-    extra = [np.full(len(vertex), value, np.float32) for value in (half, 0.0, 0.0, half)]
-    vertex = recfunctions.append_fields(vertex, ["qw", "qx", "qy", "qz"], extra, usemask=False)
+    turned_frame = PlyData.read(str(folder / "frame_0002.ply"))["vertex"].data.copy()
+    for name, value in zip(("qw", "qx", "qy", "qz"), (half, 0.0, 0.0, half)):
+        turned_frame[name] = value
+    format_1_frame = recfunctions.drop_fields(PlyData.read(str(folder / "frame_0001.ply"))["vertex"].data,
+                                              ["qw", "qx", "qy", "qz"], usemask=False)
     time.sleep(1.1)  # Blender reloads an imported file when its date changes, to the second
-    PlyData([PlyElement.describe(vertex, "vertex")], byte_order="<").write(str(path))
+    for name, vertex in (("frame_0002.ply", turned_frame), ("frame_0001.ply", format_1_frame)):
+        PlyData([PlyElement.describe(vertex, "vertex")], byte_order="<").write(str(folder / name))
     mesh = bpy.data.meshes.new("Bean")
     mesh.from_pydata([(0, 0, 0), (1, 0, 0), (0, 1, 0)], [], [(0, 1, 2)])
     beans = bpy.data.collections.new("Beans")
