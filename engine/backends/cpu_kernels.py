@@ -447,15 +447,18 @@ def contact_flags(pos, radius, active, nbr_start, nbr_j, flags):
 
 
 @njit(parallel=True, **KERNEL_OPTIONS)
-def remap_history(old_start, old_j, old_hist, new_start, new_j, new_hist):
+def remap_history(old_start, old_j, old_hist, new_start, new_j, new_hist, new_to_old):
     """Carry each pair's tangential spring from the old list to the rebuilt one.
 
     A pair may change rows between builds (the row is the particle whose cell came first); the
     spring is stored as seen from the row's particle, so it changes sign when the pair changes row.
+    The new list may number the particles differently (the reorder of ``cpu_neighbors``):
+    ``new_to_old[s]`` is the old slot of the particle in new slot s.
     """
-    for i in prange(new_start.shape[0] - 1):
-        for p in range(new_start[i], new_start[i + 1]):
-            j = new_j[p]
+    for a in prange(new_start.shape[0] - 1):
+        i = new_to_old[a]
+        for p in range(new_start[a], new_start[a + 1]):
+            j = new_to_old[new_j[p]]
             new_hist[p, 0] = 0.0
             new_hist[p, 1] = 0.0
             new_hist[p, 2] = 0.0
