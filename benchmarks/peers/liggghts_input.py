@@ -29,7 +29,9 @@ def radius_types(radius: np.ndarray, count: int = RADIUS_TYPES) -> tuple[np.ndar
     """(0-based type of each grain, edges (count+1,) [m]): equal-width radius bins."""
     r = np.asarray(radius, np.float64)
     edges = np.linspace(r.min(), r.max(), count + 1)
-    types = np.clip(np.searchsorted(edges, r, side="right") - 1, 0, count - 1)
+    # Type 1 always holds the smallest grain (LIGGGHTS refuses a granular run whose type 1 is empty).
+    types = np.clip(np.searchsorted(edges, r, side="right") - 1, 0, count - 1) if r.max() > r.min() \
+        else np.zeros(r.shape[0], np.int64)
     return types, edges
 
 

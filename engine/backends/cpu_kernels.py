@@ -140,7 +140,7 @@ def _within(a, b, xi, yi, zi, ri, spos, srad):
 def _scan(a, spos, srad, scell, order, cell_start, offsets, skin, out, slot):
     """Candidates of the particle at sorted position a: later particles of its own cell and all
     particles of the 13 forward cells closer than r_i + r_j + skin. Writes their original ids to
-    ``out[slot:]`` when ``slot`` ≥ 0; returns how many there are."""
+    ``out[slot:]`` when ``slot`` ≥ 0; returns how many there are. (Driven by engine.backends.cpu_neighbors.)"""
     c = scell[a]
     xi, yi, zi = np.float64(spos[a, 0]), np.float64(spos[a, 1]), np.float64(spos[a, 2])
     ri = np.float64(srad[a]) + skin
@@ -158,22 +158,6 @@ def _scan(a, spos, srad, scell, order, cell_start, offsets, skin, out, slot):
                     out[slot + found] = order[b]
                 found += 1
     return found
-
-
-@njit(parallel=True, **KERNEL_OPTIONS)
-def count_candidates(spos, srad, scell, order, cell_start, offsets, skin, counts):
-    """counts[i] = number of candidates listed in particle i's row (pairs closer than r_i + r_j + skin).
-    Particles not in ``order`` (inactive) must have counts 0 beforehand."""
-    dummy = np.empty(0, np.int32)
-    for a in prange(order.shape[0]):
-        counts[order[a]] = _scan(a, spos, srad, scell, order, cell_start, offsets, skin, dummy, -1)
-
-
-@njit(parallel=True, **KERNEL_OPTIONS)
-def fill_candidates(spos, srad, scell, order, cell_start, offsets, skin, nbr_start, nbr_j):
-    """Write the candidates counted by ``count_candidates`` into the CSR list (by original id)."""
-    for a in prange(order.shape[0]):
-        _scan(a, spos, srad, scell, order, cell_start, offsets, skin, nbr_j, nbr_start[order[a]])
 
 
 @njit(**KERNEL_OPTIONS)
@@ -391,7 +375,8 @@ def integrate(pos, vel, force, radius, mass, material, active, accel, dt, lo, hi
                     wall_hist[i, side, 2] = 0.0
                     wall_touch[i] &= ~bit
                 continue
-            wall_touch[i] |= bit
+            if spring:  # only springs need clearing later (wall_hist has no rows without them)
+                wall_touch[i] |= bit
             nx = sign if axis == 0 else 0.0
             ny = sign if axis == 1 else 0.0
             nz = sign if axis == 2 else 0.0

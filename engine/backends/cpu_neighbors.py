@@ -14,8 +14,14 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from numba import prange
+
 from . import cpu_kernels as k
 from .cpu_kernels import KERNEL_OPTIONS
+
+#: Candidates per particle kept from the counting scan, so the filling pass copies them instead of
+#: scanning the cells again (rows longer than this are scanned twice). 4 bytes each.
+KEPT_PER_PARTICLE = 12
 
 
 @njit(**KERNEL_OPTIONS)
@@ -43,6 +49,51 @@ def _slot_order(cell_of, perm, cell_count):
         order[start[b]] = s
         start[b] += 1
     return order
+
+
+@njit(**KERNEL_OPTIONS)
+def _scan_keep(a, spos, srad, scell, order, cell_start, offsets, skin, kept):
+    """``cpu_kernels._scan`` (same candidates, same order) keeping the first ``len(kept)`` ids."""
+    c = scell[a]
+    xi, yi, zi = np.float64(spos[a, 0]), np.float64(spos[a, 1]), np.float64(spos[a, 2])
+    ri = np.float64(srad[a]) + skin
+    cap = kept.shape[0]
+    found = 0
+    for b in range(a + 1, cell_start[c + 1]):
+        if k._within(a, b, xi, yi, zi, ri, spos, srad):
+            if found < cap:
+                kept[found] = order[b]
+            found += 1
+    for o in range(offsets.shape[0]):
+        cell = c + offsets[o]
+        for b in range(cell_start[cell], cell_start[cell + 1]):
+            if k._within(a, b, xi, yi, zi, ri, spos, srad):
+                if found < cap:
+                    kept[found] = order[b]
+                found += 1
+    return found
+
+
+@njit(parallel=True, **KERNEL_OPTIONS)
+def _count_keep(spos, srad, scell, order, cell_start, offsets, skin, counts, kept):
+    """counts[i] = candidates of particle i's row; the first KEPT of them to kept[a] (a: sorted position)."""
+    for a in prange(order.shape[0]):
+        counts[order[a]] = _scan_keep(a, spos, srad, scell, order, cell_start, offsets, skin, kept[a])
+
+
+@njit(parallel=True, **KERNEL_OPTIONS)
+def _fill_kept(spos, srad, scell, order, cell_start, offsets, skin, kept, nbr_start, nbr_j):
+    """Write the rows into the CSR list: copied from ``kept`` where they fit, scanned again where not."""
+    cap = kept.shape[1]
+    for a in prange(order.shape[0]):
+        i = order[a]
+        start = nbr_start[i]
+        count = nbr_start[i + 1] - start
+        if count <= cap:
+            for q in range(count):
+                nbr_j[start + q] = kept[a, q]
+        else:
+            k._scan(a, spos, srad, scell, order, cell_start, offsets, skin, nbr_j, start)
 
 
 class NeighborListCpu:
@@ -110,11 +161,12 @@ class NeighborListCpu:
             k.gather_sorted(pos, radius, self.cell_of, cell_order, spos, srad, scell)
         skin = self.skin
         self.counts[:] = 0
-        k.count_candidates(spos, srad, scell, cell_order, cell_start, offsets, skin, self.counts)
+        kept = np.empty((cell_order.shape[0], KEPT_PER_PARTICLE), np.int32)
+        _count_keep(spos, srad, scell, cell_order, cell_start, offsets, skin, self.counts, kept)
         self.nbr_start[0] = 0
         np.cumsum(self.counts, out=self.nbr_start[1:])
         self.nbr_j = np.empty(int(self.nbr_start[-1]), np.int32)
-        k.fill_candidates(spos, srad, scell, cell_order, cell_start, offsets, skin, self.nbr_start, self.nbr_j)
+        _fill_kept(spos, srad, scell, cell_order, cell_start, offsets, skin, kept, self.nbr_start, self.nbr_j)
         self.rev_start, self.rev_pair = k.transpose_pairs(self.nbr_j, n)
 
     @property
