@@ -387,7 +387,9 @@ def integrate(pos, vel, force, radius, mass, material, active, accel, dt, lo, hi
             fy += wy
             fz += wz
         px, py, pz = np.float64(pos[i, 0]), np.float64(pos[i, 1]), np.float64(pos[i, 2])
-        gx, gy, gz = _field_acceleration(px, py, pz, field_table, field_grid)
+        gx = gy = gz = 0.0
+        if field_table.shape[0]:  # the call costs ~15 ns a particle even with no field
+            gx, gy, gz = _field_acceleration(px, py, pz, field_table, field_grid)
         vx = vel[i, 0] + (fx / m + accel[0] + gx) * dt
         vy = vel[i, 1] + (fy / m + accel[1] + gy) * dt
         vz = vel[i, 2] + (fz / m + accel[2] + gz) * dt
