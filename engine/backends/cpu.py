@@ -78,7 +78,7 @@ class BackendCpu(Backend):
         self.spring = physics.friction_model == "spring" and frictional
         # Colliders keep per-particle history in id order: their scenes are not renumbered.
         self.reorder = model.colliders is None
-        self.hist = np.zeros((0, 3), np.float64)        # tangential spring per list entry [m]
+        self.hist = np.zeros((0, 3), np.float64)  # tangential spring per list entry [m] (no rows without springs)
         self.pos_ref = np.zeros((n, 3), np.float32)
         self.step_index = 0
         self._reset_slots()
@@ -139,9 +139,9 @@ class BackendCpu(Backend):
         """Tangential springs of the current contacts, for exact resume: pair i, j (int32, particle
         ids, i the row's particle), pair spring (P, 3) and wall springs (n, 6, 3) [m]."""
         i, j = self.neighbors.pairs()
-        keep = np.any(self.hist != 0.0, axis=1) if self.hist.shape[0] else np.zeros(0, bool)
+        keep = np.any(self.hist != 0.0, axis=1) if self.hist.shape[0] else np.zeros(i.shape[0], bool)
         history = {"pair_i": self.perm[i[keep]].astype(np.int32), "pair_j": self.perm[j[keep]].astype(np.int32),
-                   "pair_spring": self.hist[keep],
+                   "pair_spring": self.hist[keep] if self.hist.shape[0] else np.zeros((0, 3), np.float64),
                    "wall_spring": self._to_ids(self.wall_hist) if self.spring
                    else np.zeros((self.model.particle_count, 6, 3), np.float64)}
         if self.model.colliders is not None:
@@ -212,7 +212,7 @@ class BackendCpu(Backend):
         count = nb.pair_count
         if self.pair_force.shape[0] < count:
             self.pair_force = np.zeros((int(count * 1.25) + 16, 3), np.float64)
-        self.hist = np.zeros((count, 3), np.float64)
+        self.hist = np.zeros((count if self.spring else 0, 3), np.float64)  # no rows: no springs
         if self.spring and old_j.shape[0]:
             k.remap_history(old_start, old_j, old_hist, nb.nbr_start, nb.nbr_j, self.hist, new_to_old)
         self.pos_ref[:] = self.pos

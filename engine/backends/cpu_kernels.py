@@ -235,7 +235,7 @@ def pair_forces(pos, vel, radius, mass, material, active, nbr_start, nbr_j, beta
 
     Writes the force on i of every list entry to ``pair_force`` (P, 3) (zero when not touching) and
     the sum of its own entries to ``force[i]`` (n, 3) [N]. ``hist`` (P, 3) is the tangential spring
-    of each entry [m], reset when the pair separates.
+    of each entry [m], reset when the pair separates; without ``spring`` it may have no rows.
     """
     for i in prange(pos.shape[0]):
         fx_sum = 0.0
@@ -254,9 +254,10 @@ def pair_forces(pos, vel, radius, mass, material, active, nbr_start, nbr_j, beta
             reach = np.float64(radius[i]) + radius[j]
             d2 = dx * dx + dy * dy + dz * dz
             if d2 > reach * reach:
-                hist[p, 0] = 0.0
-                hist[p, 1] = 0.0
-                hist[p, 2] = 0.0
+                if spring:  # hist has no rows without springs
+                    hist[p, 0] = 0.0
+                    hist[p, 1] = 0.0
+                    hist[p, 2] = 0.0
                 continue
             dist = math.sqrt(d2)
             mi = np.float64(mass[i])
@@ -355,18 +356,16 @@ def integrate(pos, vel, force, radius, mass, material, active, accel, dt, lo, hi
         r = np.float64(radius[i])
         fx, fy, fz = force[i, 0], force[i, 1], force[i, 2]
         for side in range(6):
-            if wall_mask[side] == 0:
-                continue
-            axis = side // 2
-            if side % 2 == 0:
-                gap = pos[i, axis] - lo[axis]
-                sign = 1.0
-            else:
+            axis = side >> 1
+            if side & 1:
                 gap = hi[axis] - pos[i, axis]
                 sign = -1.0
+            else:
+                gap = pos[i, axis] - lo[axis]
+                sign = 1.0
             overlap = r - gap
             bit = 1 << side
-            if overlap < 0.0:
+            if overlap < 0.0 or wall_mask[side] == 0:  # (one test first: cheaper than the mask)
                 # wall_touch remembers which springs are live, so the (n, 6, 3) history is only
                 # touched by particles at a wall: most particles never read it.
                 if wall_touch[i] & bit:
