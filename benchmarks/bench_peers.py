@@ -20,7 +20,8 @@ Also measured (Mochi only): 2-thread speed-up on the pile, cost per particle-ste
     bash benchmarks/peers/setup.sh            # once: Debian's lammps and liggghts
     PYTHONPATH=. .venv/bin/python benchmarks/bench_peers.py --json benchmarks/results/peers_100k.json
 
-Options: --steps (200), --repeats (3), --particles (100000), --skip-scaling, --skip-memory. The whole
+Options: --steps (200), --repeats (3), --particles (100000), --skip-scaling, --skip-memory, --baseline REV
+(also time the engine of git revision REV, interleaved, e.g. d20ae39 = before issue 19). The whole
 default run takes about 10 minutes on a quiet 2-core machine (the first run adds ~3 minutes to settle
 and cache the pile).
 """
@@ -31,6 +32,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -42,6 +44,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
+if os.environ.get("BENCH_ENGINE_ROOT"):  # a Mochi child timing another revision's engine (--baseline)
+    sys.path.insert(0, os.environ["BENCH_ENGINE_ROOT"])
 
 RADIUS = (0.005, 0.006)     # [m]
 DENSITY = 2500.0            # [kg/m³]
@@ -189,18 +193,36 @@ def mochi_child(path: str, steps: int) -> dict:
     backend.step(1)
     skin = backend.neighbors.skin
     backend.set_state(setup.state)
+    wall, cpu = time.perf_counter(), time.process_time()
     backend.step(steps)
     final = backend.get_state()
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     keep = ("ms_per_step", "build_ms_per_step", "detect_ms_per_step", "update_ms_per_step", "rebuilds",
             "particles", "steps", "backend")
     out = {key: result[key] for key in keep}
+    # CPU time of the same steps again: what a loaded machine's waiting does not inflate.
+    out.update(cpu_ms_per_step=1e3 * cpu / steps, cpu_share=cpu / wall / numba.get_num_threads())
     out.update(threads=numba.get_num_threads(), skin=skin, kinetic_energy=kinetic_energy(setup.model.mass, final.velocities),
                contacts=int(backend.contact_pairs().shape[0]), list_entries=backend.neighbors.pair_count)
     return out
 
 
-def run_mochi(path: Path, steps: int, threads: int = 1) -> dict:
+def baseline_engine(revision: str) -> Path:
+    """This repository's engine/ at ``revision``, extracted once under the cache (its numba cache too)."""
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short=12", revision], capture_output=True,
+                            text=True, check=True).stdout.strip()
+    folder = CACHE / f"engine-{commit}"
+    if not (folder / "engine").exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit, "engine"], capture_output=True, check=True)
+        subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
+    return folder
+
+
+def run_mochi(path: Path, steps: int, threads: int = 1, engine_root: Path | None = None) -> dict:
     env = dict(os.environ, NUMBA_NUM_THREADS=str(threads), PYTHONPATH=str(ROOT))
+    if engine_root is not None:
+        env["BENCH_ENGINE_ROOT"] = str(engine_root)
     done = subprocess.run([sys.executable, __file__, "--mochi-child", str(path), "--steps", str(steps)],
                           capture_output=True, text=True, env=env, check=False)
     if done.returncode != 0:
@@ -228,7 +250,11 @@ def run_peer_on(name: str, path: Path, steps: int, skin: float) -> dict:
     last = {name.split("_", 1)[-1] if name[:2] in ("c_", "v_") else name: value
             for name, value in zip(columns, rows[-1])}
     neighbours = [line for line in run.log.splitlines() if line.startswith(("Neighbor list builds", "Total # of neighbors"))]
-    return {"ms_per_step": 1e3 * run.loop_s[-1] / steps, "steps": steps, "particles": int(last["Atoms"]),
+    # LAMMPS prints the CPU share of the loop ("99.1% CPU use"); LIGGGHTS 3.8 does not.
+    share = re.findall(r"([0-9.]+)% CPU use", run.log)
+    cpu = 1e3 * run.loop_s[-1] * float(share[-1]) / 100 / steps if share else None
+    return {"ms_per_step": 1e3 * run.loop_s[-1] / steps, "cpu_ms_per_step": cpu, "steps": steps,
+            "particles": int(last["Atoms"]),
             "kinetic_energy": last["ke"], "contacts": int(round(last["contacts"])), "skin": skin,
             "neighbour_lines": neighbours, "wall_s": run.wall_s, **extra}
 
@@ -236,8 +262,10 @@ def run_peer_on(name: str, path: Path, steps: int, skin: float) -> dict:
 # --- the measurements ---------------------------------------------------------------------------------
 
 
-def compare_state(kind: str, path: Path, steps: int, repeats: int, peers: list[str]) -> dict:
-    runs: dict[str, list[dict]] = {"mochi": [], **{p: [] for p in peers}}
+def compare_state(kind: str, path: Path, steps: int, repeats: int, peers: list[str],
+                  baseline: Path | None = None) -> dict:
+    runs: dict[str, list[dict]] = {"mochi": [], **({"mochi_baseline": []} if baseline else {}),
+                                   **{p: [] for p in peers}}
     codes = list(runs)
     skin = None
     for r in range(repeats):
@@ -249,6 +277,8 @@ def compare_state(kind: str, path: Path, steps: int, repeats: int, peers: list[s
             if code == "mochi":
                 result = run_mochi(path, steps)
                 skin = result["skin"]
+            elif code == "mochi_baseline":
+                result = run_mochi(path, steps, engine_root=baseline)
             else:
                 result = run_peer_on(code, path, steps, skin)
             runs[code].append(result)
@@ -257,7 +287,7 @@ def compare_state(kind: str, path: Path, steps: int, repeats: int, peers: list[s
                   f"({time.perf_counter() - began:.0f} s wall)", flush=True)
     best = {code: min(rs, key=lambda x: x["ms_per_step"]) for code, rs in runs.items()}
     return {"state": kind, "path": str(path), "runs": runs, "best": best,
-            "speedup": {p: best[p]["ms_per_step"] / best["mochi"]["ms_per_step"] for p in peers}}
+            "speedup": {p: best[p]["ms_per_step"] / best["mochi"]["ms_per_step"] for p in list(runs)[1:]}}
 
 
 def scaling(counts: list[int], steps: int) -> list[dict]:
@@ -296,6 +326,8 @@ def main() -> None:
     parser.add_argument("--peers", nargs="*", default=["lammps", "liggghts"])
     parser.add_argument("--skip-scaling", action="store_true")
     parser.add_argument("--skip-memory", action="store_true")
+    parser.add_argument("--baseline", help="also time the engine of this git revision (e.g. the commit before "
+                                           "a change), interleaved like a peer")
     parser.add_argument("--json", help="write all results here")
     parser.add_argument("--mochi-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -305,7 +337,10 @@ def main() -> None:
     result = {"machine": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
               "load_before": load_average(), "argv": sys.argv[1:], "python": sys.version}
     paths = {"freefall": ensure_freefall(args.particles), "pile": ensure_pile(args.particles)}
-    result["states"] = [compare_state(kind, paths[kind], args.steps, args.repeats, args.peers) for kind in args.states]
+    baseline = baseline_engine(args.baseline) if args.baseline else None
+    result["baseline"] = args.baseline
+    result["states"] = [compare_state(kind, paths[kind], args.steps, args.repeats, args.peers, baseline)
+                        for kind in args.states]
     if "pile" in args.states:
         two = min((run_mochi(paths["pile"], args.steps, threads=2) for _ in range(args.repeats)),
                   key=lambda x: x["ms_per_step"])
@@ -321,14 +356,15 @@ def main() -> None:
     result["load_after"] = load_average()
     print(f"\n{args.particles:,} particles, {args.steps} steps, best of {args.repeats} interleaved repeats, 1 thread/"
           f"process; load average before {result['load_before'][0]:.2f}, after {result['load_after'][0]:.2f}\n")
-    print("| state | Mochi ms/step | " + " | ".join(f"{p} ms/step" for p in args.peers) + " | KE after [J] (Mochi / "
-          + " / ".join(args.peers) + ") | contacts after |")
-    print("| --- " * (3 + len(args.peers)) + "| --- |")
+    others = (["mochi_baseline"] if args.baseline else []) + args.peers
+    print("| state | Mochi ms/step | " + " | ".join(f"{p} ms/step" for p in others) + " | KE after [J] (Mochi / "
+          + " / ".join(others) + ") | contacts after |")
+    print("| --- " * (3 + len(others)) + "| --- |")
     for s in result["states"]:
         b = s["best"]
-        cells = " | ".join(f"{b[p]['ms_per_step']:.2f} (Mochi {s['speedup'][p]:.2f}×)" for p in args.peers)
-        ke = " / ".join(f"{b[c]['kinetic_energy']:.4g}" for c in ["mochi"] + args.peers)
-        contacts = " / ".join(str(b[c]["contacts"]) for c in ["mochi"] + args.peers)
+        cells = " | ".join(f"{b[p]['ms_per_step']:.2f} (Mochi {s['speedup'][p]:.2f}×)" for p in others)
+        ke = " / ".join(f"{b[c]['kinetic_energy']:.4g}" for c in ["mochi"] + others)
+        contacts = " / ".join(str(b[c]["contacts"]) for c in ["mochi"] + others)
         print(f"| {s['state']} | {b['mochi']['ms_per_step']:.2f} | {cells} | {ke} | {contacts} |")
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1, default=str))
