@@ -49,9 +49,13 @@ class BackendCpu(Backend):
     name = "cpu"
 
     #: Every per-particle array the step loop keeps across steps, in slot order: ``_reorder`` permutes
-    #: exactly these (first axis). A new one (angular velocity, orientation, ...) is added here and
-    #: translated back to id order wherever it leaves the backend (see ``_to_ids``). Arrays rewritten
-    #: from scratch at every step or build (force, pos_ref) need not be listed.
+    #: exactly these (first axis). A new one (angular velocity, orientation, ...) is an attribute
+    #: listed here, set in id order by ``_reset_slots`` (static, from the model) or ``set_state``, and
+    #: translated back with ``_to_ids`` wherever it leaves the backend. Arrays rewritten from scratch
+    #: at every step or build (force, pos_ref) need not be listed. Per-pair history parallel to
+    #: ``hist`` follows through ``remap_history``; data holding particle indices (bond or clump
+    #: members) must store slots and be renumbered in ``_reorder`` through ``new_to_old``'s inverse,
+    #: or set ``self.reorder = False`` as colliders do.
     PER_PARTICLE = ("pos", "vel", "active", "radius", "mass", "material", "wall_hist", "wall_touch", "perm")
 
     def __init__(self, model: Model):
