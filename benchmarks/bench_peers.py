@@ -323,7 +323,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--states", nargs="*", default=["freefall", "pile"])
-    parser.add_argument("--peers", nargs="*", default=["lammps", "liggghts"])
+    parser.add_argument("--peers", nargs="*", default=["lammps", "liggghts"], choices=["lammps", "liggghts"])
     parser.add_argument("--skip-scaling", action="store_true")
     parser.add_argument("--skip-memory", action="store_true")
     parser.add_argument("--baseline", help="also time the engine of this git revision (e.g. the commit before "
@@ -334,6 +334,13 @@ def main() -> None:
     if args.mochi_child:
         print(json.dumps(mochi_child(args.mochi_child, args.steps)))
         return
+    from peers.runner import PeerMissing, find_peer
+
+    try:
+        for name in args.peers:
+            find_peer(name)
+    except PeerMissing as missing:
+        raise SystemExit(str(missing))  # one sentence, exit status 1
     result = {"machine": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
               "load_before": load_average(), "argv": sys.argv[1:], "python": sys.version}
     paths = {"freefall": ensure_freefall(args.particles), "pile": ensure_pile(args.particles)}
