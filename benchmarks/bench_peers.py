@@ -22,7 +22,7 @@ Also measured (Mochi only): 2-thread speed-up on the pile, cost per particle-ste
 
 Options: --steps (200), --repeats (3), --particles (100000), --skip-scaling, --skip-memory, --baseline REV
 (also time the engine of git revision REV, interleaved, e.g. d20ae39 = before issue 19). The whole
-default run takes about 10 minutes on a quiet 2-core machine (the first run adds ~3 minutes to settle
+default run takes 4.5–7 minutes on the shared 2-core machine (the first run adds ~3 minutes to settle
 and cache the pile).
 """
 
