@@ -27,6 +27,9 @@ def _emitter(index: int, source, seed: int, mesh_path: str) -> dict:
                "small_ratio": float(source.small_ratio), "shell": int(source.shell_layers), "seed": seed,
                "velocity": _vector(source.linear_velocity), "angular_velocity": _vector(source.angular_velocity),
                "pivot": _vector(source.pivot)}
+    if source.body != "loose":
+        emitter["body"] = source.body
+        emitter["glue_strength"] = float(source.glue_strength)
     if source.radius is not None:
         emitter["radius"] = float(source.radius)
     else:
@@ -87,7 +90,8 @@ def settings_to_preset(settings: BakeSettings, *, name: str, description: str = 
                         np.asarray(source.triangles))
         emitters.append(_emitter(index, source, sim.seed + index, path))
         materials.append({"name": source.name, "density": float(source.density),
-                          "restitution": float(source.restitution), "friction": float(source.friction)})
+                          "restitution": float(source.restitution), "friction": float(source.friction),
+                          "rolling_friction": float(source.rolling_friction), "cohesion": float(source.cohesion)})
     colliders = []
     for collider in settings.colliders:
         path = mesh_path(collider.name)
@@ -106,9 +110,12 @@ def settings_to_preset(settings: BakeSettings, *, name: str, description: str = 
         "scene": {"name": name, "description": description, "fps": float(sim.fps), "frames": int(sim.frame_count),
                   "seed": int(sim.seed), "up": "z"},
         "time": time,
-        "contact": {"friction_model": sim.friction_model},
+        "contact": {"friction_model": sim.friction_model, "rotation": bool(sim.rotation),
+                    "integrator": sim.integrator},
         "domain": {"lo": _vector(dom.lo), "hi": _vector(dom.hi), "open": list(dom.open_sides),
-                   "wall_restitution": float(dom.wall_restitution), "wall_friction": float(dom.wall_friction)},
+                   "wall_restitution": float(dom.wall_restitution), "wall_friction": float(dom.wall_friction),
+                   "wall_rolling_friction": float(dom.wall_rolling_friction),
+                   "wall_cohesion": float(dom.wall_cohesion)},
         "gravity": gravity,
         "materials": materials,
         "emitters": emitters,

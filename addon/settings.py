@@ -35,6 +35,10 @@ class SourceSettings:
         density: Grain density [kg/m³].
         restitution: Normal coefficient of restitution in (0, 1].
         friction: Coulomb friction coefficient.
+        rolling_friction: Rolling-resistance coefficient ("Rolling").
+        cohesion: SJKR cohesion [Pa] ("Stickiness").
+        body: 'loose', 'glued' or 'rigid' (engine.model.Body).
+        glue_strength: Break stress of a glued object's bonds [Pa] ("Glue").
         linear_velocity: Initial velocity of the object's origin [m/s], (x, y, z).
         angular_velocity: Initial angular velocity about the origin [rad/s], (x, y, z).
         pivot: World position of the object's origin [m], (x, y, z).
@@ -54,6 +58,10 @@ class SourceSettings:
     linear_velocity: tuple[float, float, float] = (0.0, 0.0, 0.0)
     angular_velocity: tuple[float, float, float] = (0.0, 0.0, 0.0)
     pivot: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    rolling_friction: float = 0.0
+    cohesion: float = 0.0
+    body: str = "loose"
+    glue_strength: float = 1.0e5
 
 
 @dataclass(frozen=True)
@@ -67,6 +75,8 @@ class DomainSettings:
         open_sides: Sides without a wall, among engine.model.SIDES.
         wall_restitution: Restitution of particle–wall contacts.
         wall_friction: Friction coefficient of particle–wall contacts.
+        wall_rolling_friction: Rolling-resistance coefficient of the walls.
+        wall_cohesion: Cohesion of the walls [Pa].
     """
 
     name: str
@@ -75,6 +85,8 @@ class DomainSettings:
     open_sides: tuple[str, ...]
     wall_restitution: float
     wall_friction: float
+    wall_rolling_friction: float = 0.0
+    wall_cohesion: float = 0.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -142,6 +154,8 @@ class SimulationSettings:
         cache_folder: Absolute path of the cache folder.
         scene_name: Blender scene name (stored in the manifest).
         blend_file: Path of the .blend, or "" when unsaved (stored in the manifest).
+        rotation: Grains rotate (False: the paper's non-rotating model).
+        integrator: 'verlet' or 'euler'.
     """
 
     gravity: tuple[float, float, float]
@@ -160,6 +174,8 @@ class SimulationSettings:
     cache_folder: Path
     scene_name: str = ""
     blend_file: str = ""
+    rotation: bool = True
+    integrator: str = "verlet"
 
 
 @dataclass(frozen=True)
@@ -247,7 +263,7 @@ def setup_from_settings(settings: BakeSettings):
     Raises:
         MochiError: a source cannot be packed, a collider is invalid, or the scene is invalid.
     """
-    from ..engine.model import Domain, Gravity, Material
+    from ..engine.model import Body, Domain, Gravity, Material
     from ..engine.packing import rigid_velocities
     from ..engine.scene import setup_from_arrays
 
@@ -262,16 +278,21 @@ def setup_from_settings(settings: BakeSettings):
                                                       source.angular_velocity, source.pivot), np.float32))
         material_index.append(np.full(len(packed.radius), index, np.int32))
         materials.append(Material(name=source.name, density=source.density,
-                                  restitution=source.restitution, friction=source.friction))
+                                  restitution=source.restitution, friction=source.friction,
+                                  rolling_friction=source.rolling_friction, cohesion=source.cohesion))
     material_index = np.concatenate(material_index)
     gravity = Gravity(vector=sim.gravity, rotation_axis=sim.gravity_axis,
                       rotation_rate=sim.gravity_rate if sim.gravity_axis is not None else 0.0)
     domain = Domain(lo=dom.lo, hi=dom.hi, open_sides=dom.open_sides,
-                    wall_restitution=dom.wall_restitution, wall_friction=dom.wall_friction)
+                    wall_restitution=dom.wall_restitution, wall_friction=dom.wall_friction,
+                    wall_rolling_friction=dom.wall_rolling_friction, wall_cohesion=dom.wall_cohesion)
     return setup_from_arrays(
         positions=np.concatenate(positions), radius=np.concatenate(radii),
         velocities=np.concatenate(velocities), material_index=material_index,
         object_id=material_index.copy(), materials=materials, domain=domain, gravity=gravity,
         fields=(), dt=sim.dt, substeps=sim.substeps, stiffness=sim.stiffness, fps=sim.fps,
         rebuild_interval=sim.rebuild_interval, seed=sim.seed, name=sim.scene_name or "Blender scene",
-        colliders=colliders_from_settings(settings), friction_model=sim.friction_model)
+        colliders=colliders_from_settings(settings), friction_model=sim.friction_model,
+        rotation=sim.rotation, integrator=sim.integrator,
+        bodies=tuple(Body(object_id=index, kind=source.body, glue_strength=source.glue_strength)
+                     for index, source in enumerate(settings.sources) if source.body != "loose"))

@@ -93,7 +93,9 @@ def _source_settings(obj, context, frame_start: int, fps: float) -> SourceSettin
         count=s.count if s.size_mode == "COUNT" else None,
         small_ratio=s.small_ratio, shell_layers=s.shell_layers if s.fill == "SHELL" else 0,
         density=s.density, restitution=s.restitution, friction=s.friction,
-        linear_velocity=linear, angular_velocity=angular, pivot=pivot)
+        linear_velocity=linear, angular_velocity=angular, pivot=pivot,
+        rolling_friction=s.rolling_friction, cohesion=s.cohesion, body=s.body.lower(),
+        glue_strength=s.glue_strength)
 
 
 def domain_blender_to_settings(obj: bpy.types.Object) -> DomainSettings:
@@ -105,7 +107,8 @@ def domain_blender_to_settings(obj: bpy.types.Object) -> DomainSettings:
     s = obj.mochi
     return DomainSettings(name=obj.name, lo=tuple(map(float, lo)), hi=tuple(map(float, hi)),
                           open_sides=tuple(sorted(s.open_sides)), wall_restitution=s.wall_restitution,
-                          wall_friction=s.wall_friction)
+                          wall_friction=s.wall_friction, wall_rolling_friction=s.wall_rolling_friction,
+                          wall_cohesion=s.wall_cohesion)
 
 
 def _vector(values):
@@ -186,7 +189,7 @@ def scene_blender_to_settings(context, *, frame_count: int | None = None) -> Bak
         friction_model=s.friction_model.lower(),
         rebuild_interval=s.rebuild_interval, backend=s.backend, fps=fps, frame_start=s.frame_start,
         frame_count=frames, seed=s.seed, cache_folder=cache_folder(scene), scene_name=scene.name,
-        blend_file=bpy.data.filepath)
+        blend_file=bpy.data.filepath, rotation=bool(s.rotation), integrator=s.integrator.lower())
     if s.use_rotating_gravity and not any(s.gravity_axis):
         raise MochiError("The rotating gravity axis is zero; give it a direction.")
     with at_frame(scene, s.frame_start):  # the bake starts from the scene as it is at its first frame

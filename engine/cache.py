@@ -2,7 +2,9 @@
 
 Frame 1 is the initial state; frame f is the state after (f − 1) × steps_per_frame steps. Every frame
 holds the vertex properties of ``FRAME_PROPERTIES`` (float32 x y z radius vx vy vz, int32 id and
-object_id, uint8 material and active), in particle order. Frames and the manifest are written
+object_id, uint8 material and active, float32 angular velocity wx wy wz [rad/s] and orientation
+quaternion qw qx qy qz, uint8 bonds: intact glue bonds per particle), in particle order. Format
+version 1 (before rotation) lacks the last eight; it still loads, with ω = 0, q = identity, bonds 0. Frames and the manifest are written
 atomically (temporary file, then rename), and the manifest is updated only after its frame is on
 disk, so ``frames_completed`` always names frames that are complete. The manifest also stores the
 resolved physics, so a bake resumes from the cache alone (see ``load_resume``).
@@ -32,12 +34,16 @@ from .ply import read_points, write_points
 from .state import State, make_state
 
 FORMAT_NAME = "mochi-cache"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: Versions ``read_manifest`` accepts (1: no rotation columns).
+READABLE_VERSIONS = (1, 2)
 MANIFEST_NAME = "manifest.json"
 FRAME_PATTERN = "frame_{frame:04d}.ply"
 #: Tangential-spring history of the newest frames, needed for a bit-exact resume (not for playback).
 HISTORY_FOLDER = ".resume"
-FRAME_PROPERTIES = ("x", "y", "z", "radius", "vx", "vy", "vz", "id", "object_id", "material", "active")
+FRAME_PROPERTIES_V1 = ("x", "y", "z", "radius", "vx", "vy", "vz", "id", "object_id", "material", "active")
+ROTATION_PROPERTIES = ("wx", "wy", "wz", "qw", "qx", "qy", "qz", "bonds")
+FRAME_PROPERTIES = FRAME_PROPERTIES_V1 + ROTATION_PROPERTIES
 
 
 def frame_path(folder: str | os.PathLike, frame: int) -> Path:
@@ -47,11 +53,12 @@ def frame_path(folder: str | os.PathLike, frame: int) -> Path:
 
 def frame_columns(model: Model, state: State) -> dict[str, np.ndarray]:
     """The PLY columns of one frame."""
-    p, v = state.positions, state.velocities
+    p, v, w, q = state.positions, state.velocities, state.angular_velocities, state.orientations
     return {"x": p[:, 0], "y": p[:, 1], "z": p[:, 2], "radius": model.radius,
             "vx": v[:, 0], "vy": v[:, 1], "vz": v[:, 2], "id": model.particle_id,
             "object_id": model.object_id, "material": model.material_index.astype(np.uint8),
-            "active": state.active}
+            "active": state.active, "wx": w[:, 0], "wy": w[:, 1], "wz": w[:, 2],
+            "qw": q[:, 0], "qx": q[:, 1], "qy": q[:, 2], "qz": q[:, 3], "bonds": state.bonds}
 
 
 def write_json_atomic(path: Path, data: dict) -> None:
@@ -72,8 +79,9 @@ def read_manifest(folder: str | os.PathLike) -> dict | None:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise MochiError(f"The cache manifest '{path}' cannot be read ({exc}).") from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT_NAME or data.get("format_version") != FORMAT_VERSION:
-        raise MochiError(f"'{path}' is not a Mochi cache manifest of format version {FORMAT_VERSION}.")
+    if not isinstance(data, dict) or data.get("format") != FORMAT_NAME or data.get("format_version") not in READABLE_VERSIONS:
+        raise MochiError(f"'{path}' is not a Mochi cache manifest of format version "
+                         f"{' or '.join(map(str, READABLE_VERSIONS))}.")
     return check_manifest_values(data, path)
 
 
@@ -197,8 +205,14 @@ def read_history(folder: str | os.PathLike, frame: int, particle_count: int | No
 
 
 def read_frame(folder: str | os.PathLike, frame: int) -> dict[str, np.ndarray]:
-    """Columns of one cached frame (all ``FRAME_PROPERTIES``)."""
-    return read_points(frame_path(folder, frame), required=FRAME_PROPERTIES)
+    """Columns of one cached frame (all ``FRAME_PROPERTIES``; a version-1 frame gets ω = 0 and q = identity)."""
+    columns = read_points(frame_path(folder, frame), required=FRAME_PROPERTIES_V1)
+    if not all(name in columns for name in ROTATION_PROPERTIES):
+        count = len(columns["x"])
+        for name in ROTATION_PROPERTIES:
+            columns[name] = (np.zeros(count, np.uint8) if name == "bonds"
+                             else np.full(count, 1.0 if name == "qw" else 0.0, np.float32))
+    return columns
 
 
 def load_resume(folder: str | os.PathLike) -> tuple[Model, State, dict]:
@@ -220,20 +234,25 @@ def load_resume(folder: str | os.PathLike) -> tuple[Model, State, dict]:
         from .colliders import load_colliders  # only scenes with colliders need it
 
         colliders = load_colliders(folder)
+    # Glue bonds are made from the initial positions, as the bake made them.
     model = build_model(first["radius"], physics, material_index=first["material"].astype(np.int32),
-                        object_id=first["object_id"], particle_id=first["id"], colliders=colliders)
+                        object_id=first["object_id"], particle_id=first["id"], colliders=colliders,
+                        positions=np.stack([first["x"], first["y"], first["z"]], axis=1))
     last_frame = int(manifest["frames_completed"])
     last = first if last_frame == 1 else read_frame(folder, last_frame)
     for frame, columns in ((1, first), (last_frame, last)):
         if len(columns["x"]) != manifest["particle_count"]:
             raise MochiError(f"Frame {frame} in '{folder}' has {len(columns['x'])} particles, but the manifest "
                              f"lists {manifest['particle_count']}.")
-        if not all(np.isfinite(columns[k]).all() for k in ("x", "y", "z", "vx", "vy", "vz", "radius")):
+        if not all(np.isfinite(columns[k]).all() for k in ("x", "y", "z", "vx", "vy", "vz", "radius")
+                   + ROTATION_PROPERTIES):
             raise MochiError(f"Frame {frame} in '{folder}' holds non-finite positions, velocities or radii "
                              "(damaged), so the bake cannot continue.")
     state = make_state(np.stack([last["x"], last["y"], last["z"]], axis=1),
                        np.stack([last["vx"], last["vy"], last["vz"]], axis=1), last["active"],
-                       step=(last_frame - 1) * physics.steps_per_frame)
+                       step=(last_frame - 1) * physics.steps_per_frame,
+                       angular_velocities=np.stack([last["wx"], last["wy"], last["wz"]], axis=1),
+                       orientations=np.stack([last["qw"], last["qx"], last["qy"], last["qz"]], axis=1))
     return model, state, manifest
 
 

@@ -25,9 +25,38 @@ force on i = F_n + F_t, force on j = −(F_n + F_t). The normal part is the line
 Cundall & Strack (1979) with β chosen so an isolated collision restitutes with exactly e (Schwager &
 Pöschel, Phys. Rev. E 78, 051304, 2008). The spring gives static friction (a block on a slope below
 the friction angle does not move, piles stay); the damper creeps at about g·sinθ/(2ω) on slopes.
-Particles do not rotate (as in the paper).
 
-Pair properties come from the two materials: e and μ are averaged. ``pair_tables`` precomputes β and
+Rotation (``Physics.rotation``; off in the paper's model, where ω stays 0). Grains are solid spheres,
+I = 2/5 m r². The contact point is at the arm R_i = r_i − δ/2 from i (along −n) and R_j = r_j − δ/2
+from j (along +n), as LAMMPS pair granular's dist-to-contact; a wall is j with ω_j = 0. The tangential
+part uses the velocity of the contact point
+
+    v_c    = (v_i − v_j) − (R_i ω_i + R_j ω_j) × n,    v_t = v_c − (v_c·n) n
+
+and F_t gives the torques τ_i = −R_i n × F_t and τ_j = −R_j n × F_t (the reaction −F_t at arm +R_j n).
+
+Rolling resistance (spring–dashpot–slider with history, LAMMPS ``rolling sds``; Luding 2008, Wang
+et al. 2015): with R_eff = r_i r_j/(r_i + r_j) (wall: r_i) and μ_r the rolling coefficient,
+
+    v_r    = R_eff (ω_i − ω_j) × n
+    ξ_r    ← ξ_r − (ξ_r·n) n + v_r dt
+    F_r    = −k_r ξ_r − γ_r v_r,   k_r = k_t,  γ_r = γ_t
+    if |F_r| > μ_r max(f_n, 0):  F_r ← μ_r max(f_n, 0) F_r/|F_r|,  ξ_r ← −(F_r + γ_r v_r)/k_r
+    τ_i   += R_eff n × F_r,   τ_j −= R_eff n × F_r        (a torque only, no force)
+
+ξ changes sign when i and j swap (v_c does), ξ_r does not (ω_i − ω_j and n both flip).
+
+Cohesion (SJKR, LIGGGHTS ``cohesion sjkr``): an attractive normal force c·A while in contact, A the
+area of the overlap's contact disc
+
+    A      = π/4 (r_i + r_j − d)(d + r_i − r_j)(d − r_i + r_j)(d + r_i + r_j) / d²,   wall: π(2 r_i δ − δ²)
+    f_n   ← f_n − c A
+
+The friction and rolling caps use f_n without the cohesive part (as LAMMPS/LIGGGHTS do). With this
+linear spring the net normal force is (k − 2π R_eff c) δ + O(δ²), so cohesion binds only above
+c = k/(2π R_eff) (docs/physics.md).
+
+Pair properties come from the two materials: e, μ and μ_r are averaged, c is the smaller of the two. ``pair_tables`` precomputes β and
 μ for every material pair so kernels only do a table look-up.
 """
 
@@ -116,3 +145,108 @@ def contact_force(xi, xj, vi, vj, ri, rj, mi, mj, stiffness, beta, mu, *, spring
     if speed_t > 0:
         force -= min(2.0 * root * speed_t, cap) * v_t / speed_t
     return force
+
+
+def rolling_tables(materials: tuple[Material, ...], wall_rolling_friction: float) -> tuple[np.ndarray, np.ndarray]:
+    """Rolling coefficients μ_r per material pair (M, M) and against the walls (M,), float32, averaged."""
+    roll = np.array([m.rolling_friction for m in materials], np.float64)
+    pair = (0.5 * (roll[:, None] + roll[None, :])).astype(np.float32)
+    wall = (0.5 * (roll + wall_rolling_friction)).astype(np.float32)
+    return pair, wall
+
+
+def cohesion_tables(materials: tuple[Material, ...], wall_cohesion: float) -> tuple[np.ndarray, np.ndarray]:
+    """SJKR cohesion c [Pa] per material pair (M, M) and against the walls (M,), float64, the min."""
+    coh = np.array([m.cohesion for m in materials], np.float64)
+    return np.minimum(coh[:, None], coh[None, :]), np.minimum(coh, wall_cohesion)
+
+
+def contact_area(dist: float, ri: float, rj: float, *, wall: bool = False) -> float:
+    """Area [m²] of the contact disc of two overlapping spheres (wall: ``rj`` unused, d = r_i − δ)."""
+    if wall:
+        overlap = ri - dist
+        return math.pi * (2.0 * ri * overlap - overlap * overlap)
+    return (0.25 * math.pi * (ri + rj - dist) * (dist + ri - rj) * (dist - ri + rj) * (dist + ri + rj)
+            / (dist * dist))
+
+
+def contact_response(xi, xj, vi, vj, wi, wj, ri, rj, mi, mj, stiffness, beta, mu, *, mu_roll=0.0,
+                     cohesion=0.0, spring=(0.0, 0.0, 0.0), rolling=(0.0, 0.0, 0.0), dt=0.0, rotation=True):
+    """Reference (float64, numpy) of the full law with rotation, rolling resistance and cohesion.
+
+    ``spring=None`` is friction_model 'damper' (new ξ None). A wall is ``mj = inf`` with ``rj = 0`` and ``xj`` the foot of
+    the perpendicular from x_i on the wall plane (so d = r_i − δ and n is the wall's normal); ω_j is
+    then ignored.
+
+    Args:
+        wi, wj: Angular velocities [rad/s] (3,).
+        mu_roll: Rolling coefficient μ_r of the pair (0: no rolling resistance, ξ_r stays 0).
+        cohesion: SJKR cohesion c of the pair [Pa].
+        spring, rolling: Tangential ξ (None: the damper model) and rolling ξ_r displacements [m] (3,)
+            before the step.
+        rotation: False for the non-rotating model (ω ignored, no torques).
+
+    Returns:
+        (force on i (3,) [N], torque on i (3,) [N·m], torque on j (3,) [N·m], new ξ (3,), new ξ_r (3,)),
+        or None when the two do not touch.
+    """
+    xi, xj, vi, vj, wi, wj = (np.asarray(a, np.float64) for a in (xi, xj, vi, vj, wi, wj))
+    wall = math.isinf(mj)
+    delta_x = xi - xj
+    dist = float(np.linalg.norm(delta_x))
+    overlap = ri + rj - dist
+    if overlap < 0:
+        return None
+    normal = delta_x / dist if dist > 0 else np.array([1.0, 0.0, 0.0])
+    m_eff = mi if wall else mi * mj / (mi + mj)
+    root = math.sqrt(m_eff * stiffness)
+    arm_i = ri - 0.5 * overlap
+    arm_j = 0.0 if wall else rj - 0.5 * overlap
+    if wall or not rotation:
+        wj = np.zeros(3)
+    if not rotation:
+        wi = np.zeros(3)
+    v_rel = vi - vj
+    v_n = float(v_rel @ normal)
+    f_n = stiffness * overlap - 2.0 * beta * root * v_n
+    cap_force = max(f_n, 0.0)
+    if cohesion > 0.0:
+        f_n -= cohesion * contact_area(dist, ri, rj, wall=wall)
+    v_c = v_rel - np.cross(arm_i * wi + arm_j * wj, normal)
+    v_t = v_c - float(v_c @ normal) * normal
+    k_t = TANGENTIAL_STIFFNESS_RATIO * stiffness
+    g_t = 2.0 * beta * math.sqrt(m_eff * k_t)
+    cap = mu * cap_force
+    if spring is None:  # friction_model 'damper'
+        xi_t = None
+        speed_t = float(np.linalg.norm(v_t))
+        f_t = -min(2.0 * root * speed_t, cap) * v_t / speed_t if speed_t > 0 else np.zeros(3)
+    else:
+        xi_t = np.asarray(spring, np.float64)
+        xi_t = xi_t - (xi_t @ normal) * normal + v_t * dt
+        f_t = -k_t * xi_t - g_t * v_t
+        magnitude = float(np.linalg.norm(f_t))
+        if magnitude > cap:
+            f_t = f_t * (cap / magnitude)
+            xi_t = -(f_t + g_t * v_t) / k_t
+    torque_i = np.zeros(3)
+    torque_j = np.zeros(3)
+    xi_r = np.zeros(3)
+    if rotation:
+        torque_i = -arm_i * np.cross(normal, f_t)
+        torque_j = -arm_j * np.cross(normal, f_t)
+        if mu_roll > 0.0:
+            r_eff = ri if wall else ri * rj / (ri + rj)
+            v_r = r_eff * np.cross(wi - wj, normal)
+            xi_r = np.asarray(rolling, np.float64)
+            xi_r = xi_r - (xi_r @ normal) * normal + v_r * dt
+            f_r = -k_t * xi_r - g_t * v_r
+            cap_r = mu_roll * cap_force
+            magnitude = float(np.linalg.norm(f_r))
+            if magnitude > cap_r:
+                f_r = f_r * (cap_r / magnitude)
+                xi_r = -(f_r + g_t * v_r) / k_t
+            torque_roll = r_eff * np.cross(normal, f_r)
+            torque_i = torque_i + torque_roll
+            torque_j = torque_j - torque_roll
+    return f_n * normal + f_t, torque_i, torque_j, xi_t, xi_r

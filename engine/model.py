@@ -30,12 +30,18 @@ class Material:
         density: Mass density [kg/m³].
         restitution: Normal coefficient of restitution in (0, 1]; 1 is perfectly elastic.
         friction: Coulomb friction coefficient μ ≥ 0 (0 reproduces the paper, which has none).
+        rolling_friction: Rolling-resistance coefficient μ_r ≥ 0 (dimensionless; the rolling torque
+            is capped at μ_r · f_n · R_eff; pair value: mean of the two). Artist word: "Rolling".
+        cohesion: SJKR cohesion energy density c ≥ 0 [Pa = J/m³]: an attractive normal force c·A over
+            the contact area A (pair value: min of the two). Artist word: "Stickiness".
     """
 
     name: str = "default"
     density: float = 2500.0
     restitution: float = 0.5
     friction: float = 0.5
+    rolling_friction: float = 0.0
+    cohesion: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,9 @@ class Domain:
             inactive and stay in the cache.
         wall_restitution: Restitution of particle–wall contacts.
         wall_friction: Coulomb friction coefficient of particle–wall contacts.
+        wall_rolling_friction: Rolling-resistance coefficient of the walls (averaged with the
+            material's as for friction).
+        wall_cohesion: SJKR cohesion of the walls [Pa] (a grain–wall pair uses the min of the two).
     """
 
     lo: tuple[float, float, float] = (0.0, 0.0, 0.0)
@@ -56,6 +65,8 @@ class Domain:
     open_sides: tuple[str, ...] = ()
     wall_restitution: float = 0.5
     wall_friction: float = 0.5
+    wall_rolling_friction: float = 0.0
+    wall_cohesion: float = 0.0
 
     def wall_mask(self) -> np.ndarray:
         """1 where a side has a wall, 0 where it is open; shape (6,), order ``SIDES``."""
@@ -91,6 +102,30 @@ class Gravity:
         return rotate(self.vector, self.rotation_axis, self.rotation_rate * time)
 
 
+#: How the grains packed from one source object move: each on its own, glued by breakable bonds, or
+#: as one rigid body.
+BODY_KINDS = ("loose", "glued", "rigid")
+
+
+@dataclass(frozen=True)
+class Body:
+    """How the grains of one source object hold together (issue 16 §4).
+
+    Attributes:
+        object_id: The source object (``Model.object_id``) this applies to.
+        kind: 'loose' (independent grains), 'glued' (bonds between touching grains, made once at the
+            start, that break under stress and stay broken) or 'rigid' (one rigid clump).
+        glue_strength: Stress σ_b at which a bond breaks, in tension or shear [Pa].
+        glue_stiffness: Bond normal stiffness per area k_bn [N/m³]; 0 picks k / A_b per bond, so a
+            bond is as stiff as a contact.
+    """
+
+    object_id: int = 0
+    kind: str = "loose"
+    glue_strength: float = 1.0e5
+    glue_stiffness: float = 0.0
+
+
 @dataclass(frozen=True)
 class Physics:
     """Every scalar setting of a simulation, resolved (no 'auto' left).
@@ -111,6 +146,12 @@ class Physics:
         seed: Seed of every random choice made while setting up the scene.
         friction_model: 'spring' (tangential spring with history, capped by Coulomb: static
             friction, piles that stay) or 'damper' (history-free capped dashpot; creeps on slopes).
+        rotation: Grains rotate (angular velocity, torques from tangential and rolling forces). False
+            is the paper's non-rotating model (ω stays 0).
+        bodies: How source objects hold together (``Body``); objects not listed are loose.
+        integrator: 'verlet' (velocity Verlet, the order of LAMMPS' fix nve/sphere) or 'euler' (the
+            paper's semi-implicit Euler). ``rotation=False`` with 'euler' reproduces the paper's
+            results bit for bit.
     """
 
     materials: tuple[Material, ...] = (Material(),)
@@ -125,6 +166,9 @@ class Physics:
     speed_limit: float = 1.0e3
     seed: int = 0
     friction_model: str = "spring"
+    rotation: bool = True
+    integrator: str = "verlet"
+    bodies: tuple[Body, ...] = ()
 
     def to_json(self) -> dict:
         """A JSON-safe dict that ``from_json`` turns back into the same ``Physics``."""
@@ -134,8 +178,12 @@ class Physics:
 
     @staticmethod
     def from_json(data: dict) -> "Physics":
-        """Inverse of ``to_json``."""
+        """Inverse of ``to_json``. Manifests written before rotation existed (cache format version 1)
+        carry no ``rotation``/``integrator``: they ran the non-rotating Euler model, so that is what
+        they load as."""
         d = dict(data)
+        d.setdefault("rotation", False)
+        d.setdefault("integrator", "euler")
         d["materials"] = tuple(Material(**m) for m in d["materials"])
         dom = dict(d["domain"])
         dom["lo"], dom["hi"] = tuple(dom["lo"]), tuple(dom["hi"])
@@ -147,6 +195,7 @@ class Physics:
             grav["rotation_axis"] = tuple(grav["rotation_axis"])
         d["gravity"] = Gravity(**grav)
         d["fields"] = tuple(ForceField.from_json(f) for f in d["fields"])
+        d["bodies"] = tuple(Body(**b) for b in d.get("bodies", ()))
         return Physics(**d)
 
 
@@ -163,6 +212,8 @@ class Model:
         particle_id: Stable identity written to the cache, shape (particle_count,), int32.
         physics: Scalar settings.
         colliders: Triangle-mesh colliders (an ``engine.colliders.ColliderSet``) or None.
+        bonds: The glue bonds made at the start (an ``engine.bonds.Bonds``) or None.
+        clumps: The rigid bodies (an ``engine.bonds.Clumps``) or None.
     """
 
     radius: np.ndarray
@@ -172,6 +223,8 @@ class Model:
     particle_id: np.ndarray
     physics: Physics
     colliders: object | None = None
+    bonds: object | None = None
+    clumps: object | None = None
 
     @property
     def particle_count(self) -> int:
@@ -187,7 +240,7 @@ def particle_masses(radius: np.ndarray, material_index: np.ndarray,
 
 def build_model(radius: np.ndarray, physics: Physics, *, material_index: np.ndarray | None = None,
                 object_id: np.ndarray | None = None, particle_id: np.ndarray | None = None,
-                colliders: object | None = None) -> Model:
+                colliders: object | None = None, positions: np.ndarray | None = None) -> Model:
     """Validate per-particle arrays and assemble a ``Model``.
 
     Args:
@@ -196,6 +249,8 @@ def build_model(radius: np.ndarray, physics: Physics, *, material_index: np.ndar
         material_index: Per-particle material, default all 0.
         object_id: Per-particle source object, default all 0.
         particle_id: Per-particle identity, default 0..particle_count-1.
+        positions: Initial centres [m] (n, 3): the glue bonds of ``physics.bodies`` are made from them
+            (needed when a body is glued).
 
     Raises:
         MochiError: no particles, a radius that is not positive and finite, or a material index out
@@ -214,5 +269,16 @@ def build_model(radius: np.ndarray, physics: Physics, *, material_index: np.ndar
                          f"{len(physics.materials)} materials are defined.")
     obj = np.zeros(n, np.int32) if object_id is None else np.ascontiguousarray(object_id, np.int32)
     pid = np.arange(n, dtype=np.int32) if particle_id is None else np.ascontiguousarray(particle_id, np.int32)
-    return Model(radius=radius, mass=particle_masses(radius, mat, physics.materials),
-                 material_index=mat, object_id=obj, particle_id=pid, physics=physics, colliders=colliders)
+    bonds = clumps = None
+    mass = particle_masses(radius, mat, physics.materials)
+    if physics.bodies:
+        from .bonds import check_bodies, make_bonds, make_clumps
+
+        check_bodies(physics.bodies)
+        if positions is not None:
+            bonds = make_bonds(positions, radius, obj, physics.bodies, physics.stiffness)
+            clumps = make_clumps(positions, radius, mass, obj, physics.bodies)
+        elif any(b.kind != "loose" for b in physics.bodies):
+            raise MochiError("Glued and rigid bodies need the initial positions to make their bonds and clumps.")
+    return Model(radius=radius, mass=mass, material_index=mat, object_id=obj, particle_id=pid, physics=physics,
+                 colliders=colliders, bonds=bonds, clumps=clumps)

@@ -32,6 +32,8 @@ class EmitterSpec:
     kind 'file': particles from a PLY with x y z radius (optional vx vy vz).
     ``seed`` packs a mesh with its own seed (default: the scene's); ``pivot`` is the point a mesh's
     ``angular_velocity`` turns about (default: the centre of its packed spheres).
+    ``body`` says how its grains hold together: 'loose', 'glued' (bonds of ``glue_strength`` [Pa] and
+    ``glue_stiffness`` [N/m³], 0: as stiff as a contact) or 'rigid' (engine.model.Body).
     """
 
     kind: str
@@ -52,6 +54,9 @@ class EmitterSpec:
     copies: tuple[tuple[float, float, float], ...] = ((0.0, 0.0, 0.0),)
     seed: int | None = None
     pivot: tuple[float, float, float] | None = None
+    body: str = "loose"
+    glue_strength: float = 1.0e5
+    glue_stiffness: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -69,11 +74,15 @@ class Preset:
     stiffness: float | None = None
     rebuild_interval: int = 10
     friction_model: str = "spring"
+    rotation: bool = True
+    integrator: str = "verlet"
     domain_lo: tuple[float, float, float] = (0.0, 0.0, 0.0)
     domain_hi: tuple[float, float, float] = (1.0, 1.0, 1.0)
     open_sides: tuple[str, ...] = ()
     wall_restitution: float = 0.5
     wall_friction: float = 0.5
+    wall_rolling_friction: float = 0.0
+    wall_cohesion: float = 0.0
     gravity: tuple[float, float, float] = (0.0, -9.81, 0.0)
     gravity_axis: tuple[float, float, float] | None = None
     gravity_rate: float = 0.0
@@ -134,6 +143,14 @@ class _Checker:
             self.fail(f"{where} {key}", f"must be a list of {length} numbers, not {value!r}")
         return tuple(float(x) for x in value)
 
+    def boolean(self, data: dict, where: str, key: str, default: bool) -> bool:
+        if key not in data:
+            return default
+        value = data[key]
+        if not isinstance(value, bool):
+            self.fail(f"{where} {key}", f"must be true or false, not {value!r}")
+        return value
+
     def string(self, data: dict, where: str, key: str, default, choices=None):
         if key not in data:
             return default
@@ -146,11 +163,11 @@ class _Checker:
 
 
 TOP_KEYS = {"scene", "time", "contact", "domain", "gravity", "materials", "fields", "emitters", "colliders"}
-MATERIAL_KEYS = {"name", "density", "restitution", "friction"}
+MATERIAL_KEYS = {"name", "density", "restitution", "friction", "rolling_friction", "cohesion"}
 FIELD_KEYS = {"type", "vector", "axis", "rate", "center", "strength", "core_radius", "path", "lo", "hi"}
 EMITTER_KEYS = {"type", "count", "lo", "hi", "radius", "material", "velocity", "angular_velocity",
                 "object_id", "path", "small_ratio", "shell", "fit", "center", "rotation", "copies", "seed",
-                "pivot"}
+                "pivot", "body", "glue_strength", "glue_stiffness"}
 
 
 def parse_preset(data: dict, source: str) -> Preset:
@@ -159,8 +176,9 @@ def parse_preset(data: dict, source: str) -> Preset:
     c.table(data, "the file", TOP_KEYS)
     scene = c.table(data.get("scene", {}), "[scene]", {"name", "description", "fps", "frames", "seed", "up"})
     time = c.table(data.get("time", {}), "[time]", {"dt", "substeps", "stiffness", "rebuild_interval"})
-    contact = c.table(data.get("contact", {}), "[contact]", {"friction_model"})
-    domain = c.table(data.get("domain", {}), "[domain]", {"lo", "hi", "open", "wall_restitution", "wall_friction"})
+    contact = c.table(data.get("contact", {}), "[contact]", {"friction_model", "rotation", "integrator"})
+    domain = c.table(data.get("domain", {}), "[domain]", {"lo", "hi", "open", "wall_restitution", "wall_friction",
+                                                         "wall_rolling_friction", "wall_cohesion"})
     gravity = c.table(data.get("gravity", {}), "[gravity]", {"vector", "rotation_axis", "rotation_rate"})
 
     lo = c.vector(domain, "[domain]", "lo", (0.0, 0.0, 0.0))
@@ -182,6 +200,8 @@ def parse_preset(data: dict, source: str) -> Preset:
             "density": c.number(m, where, "density", 2500.0, low=0, low_open=True),
             "restitution": c.number(m, where, "restitution", 0.5, low=0, high=1, low_open=True),
             "friction": c.number(m, where, "friction", 0.5, low=0),
+            "rolling_friction": c.number(m, where, "rolling_friction", 0.0, low=0),
+            "cohesion": c.number(m, where, "cohesion", 0.0, low=0),
         })
     names = [m["name"] for m in materials]
     if len(set(names)) != len(names):
@@ -235,9 +255,13 @@ def parse_preset(data: dict, source: str) -> Preset:
         stiffness=c.number(time, "[time]", "stiffness", None, low=0, low_open=True, allow_auto=True),
         rebuild_interval=c.number(time, "[time]", "rebuild_interval", 10, low=1, integer=True),
         friction_model=c.string(contact, "[contact]", "friction_model", "spring", choices=("spring", "damper")),
+        rotation=c.boolean(contact, "[contact]", "rotation", True),
+        integrator=c.string(contact, "[contact]", "integrator", "verlet", choices=("verlet", "euler")),
         domain_lo=lo, domain_hi=hi, open_sides=tuple(open_sides),
         wall_restitution=c.number(domain, "[domain]", "wall_restitution", 0.5, low=0, high=1, low_open=True),
         wall_friction=c.number(domain, "[domain]", "wall_friction", 0.5, low=0),
+        wall_rolling_friction=c.number(domain, "[domain]", "wall_rolling_friction", 0.0, low=0),
+        wall_cohesion=c.number(domain, "[domain]", "wall_cohesion", 0.0, low=0),
         gravity=c.vector(gravity, "[gravity]", "vector", (0.0, -9.81, 0.0)),
         gravity_axis=axis,
         gravity_rate=c.number(gravity, "[gravity]", "rotation_rate", 0.0),
@@ -294,7 +318,10 @@ def _parse_emitter(c: _Checker, raw: Any, where: str, material_names: list[str],
         rotation=c.vector(e, where, "rotation", (0.0, 0.0, 0.0)),
         copies=copy_offsets,
         seed=c.number(e, where, "seed", None, low=0, integer=True),
-        pivot=c.vector(e, where, "pivot", None))
+        pivot=c.vector(e, where, "pivot", None),
+        body=c.string(e, where, "body", "loose", choices=("loose", "glued", "rigid")),
+        glue_strength=c.number(e, where, "glue_strength", 1.0e5, low=0, low_open=True),
+        glue_stiffness=c.number(e, where, "glue_stiffness", 0.0, low=0))
 
 
 def read_preset_document(path: str | Path) -> dict:

@@ -14,7 +14,7 @@ import numpy as np
 from .budget import check_memory
 from .errors import MochiError
 from .fields import ForceField, field_max_acceleration
-from .model import Domain, Gravity, Material, Model, Physics, build_model, particle_masses
+from .model import Body, Domain, Gravity, Material, Model, Physics, build_model, particle_masses
 from .ply import read_particles
 from .preset import EmitterSpec, Preset
 from .preset_colliders import colliders_from_specs
@@ -151,7 +151,8 @@ def setup_from_arrays(*, positions: np.ndarray, radius: np.ndarray, velocities: 
                       fields: tuple[ForceField, ...] = (), dt: float | None = None, substeps: int | None = None,
                       stiffness: float | None = None, fps: float = 24.0, rebuild_interval: int = 10,
                       seed: int = 0, name: str = "scene", frames: int = 10,
-                      colliders=None, friction_model: str = "spring") -> SceneSetup:
+                      colliders=None, friction_model: str = "spring", rotation: bool = True,
+                      integrator: str = "verlet", bodies: tuple = ()) -> SceneSetup:
     """Build a scene from particle arrays.
 
     Args:
@@ -174,6 +175,9 @@ def setup_from_arrays(*, positions: np.ndarray, radius: np.ndarray, velocities: 
         frames: Default frame count.
         friction_model: 'spring' (static friction) or 'damper' (history-free); both run on every
             backend, against mesh colliders too.
+        rotation: Grains rotate (False: the paper's non-rotating model).
+        integrator: 'verlet' (velocity Verlet) or 'euler' (the paper's semi-implicit Euler).
+        bodies: ``engine.model.Body`` per source object that is glued (or rigid); others are loose.
         colliders: Triangle-mesh colliders (``engine.colliders.ColliderSet``) or None; their surface
             speed counts as an impact speed when dt and stiffness are 'auto'.
 
@@ -202,8 +206,10 @@ def setup_from_arrays(*, positions: np.ndarray, radius: np.ndarray, velocities: 
                       stiffness=choice.stiffness, dt=choice.dt, steps_per_frame=choice.steps_per_frame,
                       fps=float(fps), rebuild_interval=int(rebuild_interval),
                       speed_limit=SPEED_LIMIT_FACTOR * worst + 1.0, seed=int(seed),
-                      friction_model=friction_model)
-    model = build_model(radius, physics, material_index=material_index, object_id=object_id, colliders=colliders)
+                      friction_model=friction_model, rotation=bool(rotation), integrator=integrator,
+                      bodies=tuple(bodies))
+    model = build_model(radius, physics, material_index=material_index, object_id=object_id, colliders=colliders,
+                        positions=state.positions)
     return SceneSetup(model=model, state=state, name=name, frames=frames, notes=choice.notes, time_step=choice)
 
 
@@ -299,6 +305,7 @@ def setup_from_preset(preset: Preset, *, particles: int | None = None,
     """
     rng = np.random.default_rng(preset.seed)
     materials = tuple(Material(**m) for m in preset.materials) or (Material(),)
+    bodies: list[Body] = []
     names = [m.name for m in materials]
     if replace_particles is not None:
         positions, radius, velocities = replace_particles
@@ -336,13 +343,17 @@ def setup_from_preset(preset: Preset, *, particles: int | None = None,
                 o = np.full(len(r), spec.object_id, np.int32)
             _check_inside_domain(p, preset, len(parts))
             parts.append((p, r, v, o, np.full(len(r), material, np.int32)))
+            if spec.body != "loose":
+                bodies.extend(Body(object_id=int(obj), kind=spec.body, glue_strength=spec.glue_strength,
+                                   glue_stiffness=spec.glue_stiffness) for obj in np.unique(o))
         positions = np.concatenate([x[0] for x in parts])
         radius = np.concatenate([x[1] for x in parts])
         velocities = np.concatenate([x[2] for x in parts])
         object_id = np.concatenate([x[3] for x in parts])
         material_index = np.concatenate([x[4] for x in parts])
     domain = Domain(lo=preset.domain_lo, hi=preset.domain_hi, open_sides=preset.open_sides,
-                    wall_restitution=preset.wall_restitution, wall_friction=preset.wall_friction)
+                    wall_restitution=preset.wall_restitution, wall_friction=preset.wall_friction,
+                    wall_rolling_friction=preset.wall_rolling_friction, wall_cohesion=preset.wall_cohesion)
     gravity = Gravity(vector=preset.gravity, rotation_axis=preset.gravity_axis, rotation_rate=preset.gravity_rate)
     fields = tuple(ForceField(**f) for f in preset.fields)
     colliders = colliders_from_specs(preset.colliders)
@@ -351,4 +362,5 @@ def setup_from_preset(preset: Preset, *, particles: int | None = None,
                              domain=domain, gravity=gravity, fields=fields, dt=preset.dt,
                              substeps=preset.substeps, stiffness=preset.stiffness, fps=preset.fps,
                              rebuild_interval=preset.rebuild_interval, seed=preset.seed, name=preset.name,
-                             frames=preset.frames, colliders=colliders, friction_model=preset.friction_model)
+                             frames=preset.frames, colliders=colliders, friction_model=preset.friction_model,
+                             rotation=preset.rotation, integrator=preset.integrator, bodies=tuple(bodies))

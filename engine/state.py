@@ -23,23 +23,49 @@ class State:
         active: 1 while a particle is simulated, 0 once it has left an open domain, shape
             (particle_count,), uint8. Inactive particles keep their last position and velocity.
         step: Number of steps taken since the start of the bake.
+        angular_velocities: ω [rad/s], shape (particle_count, 3), float32 (zero without rotation).
+        orientations: Unit quaternions (w, x, y, z), shape (particle_count, 4), float32; identity at
+            the start (the accumulated rotation a render applies to an instanced mesh).
+        bonds: Intact glue bonds of each particle, shape (particle_count,), uint8 (for renders that show
+            cracks; the bonds themselves are in the backend's contact history).
     """
 
     positions: np.ndarray
     velocities: np.ndarray
     active: np.ndarray
     step: int = 0
+    angular_velocities: np.ndarray | None = None
+    orientations: np.ndarray | None = None
+    bonds: np.ndarray | None = None
+
+    def __post_init__(self):
+        n = self.positions.shape[0]
+        if self.angular_velocities is None:
+            self.angular_velocities = np.zeros((n, 3), np.float32)
+        if self.orientations is None:
+            self.orientations = identity_orientations(n)
+        if self.bonds is None:
+            self.bonds = np.zeros(n, np.uint8)
 
     @property
     def particle_count(self) -> int:
         return int(self.positions.shape[0])
 
     def copy(self) -> "State":
-        return State(self.positions.copy(), self.velocities.copy(), self.active.copy(), self.step)
+        return State(self.positions.copy(), self.velocities.copy(), self.active.copy(), self.step,
+                     self.angular_velocities.copy(), self.orientations.copy(), self.bonds.copy())
+
+
+def identity_orientations(count: int) -> np.ndarray:
+    """Identity unit quaternions (w, x, y, z), float32 (count, 4)."""
+    q = np.zeros((count, 4), np.float32)
+    q[:, 0] = 1.0
+    return q
 
 
 def make_state(positions: np.ndarray, velocities: np.ndarray | None = None,
-               active: np.ndarray | None = None, step: int = 0) -> State:
+               active: np.ndarray | None = None, step: int = 0,
+               angular_velocities: np.ndarray | None = None, orientations: np.ndarray | None = None) -> State:
     """Validate and assemble a ``State``.
 
     Raises:
@@ -61,4 +87,10 @@ def make_state(positions: np.ndarray, velocities: np.ndarray | None = None,
         if bad.any():
             raise MochiError(f"Particle {int(np.flatnonzero(bad)[0])} has a NaN or infinite {name}.")
     active = np.ones(n, np.uint8) if active is None else np.ascontiguousarray(active, dtype=np.uint8)
-    return State(positions, velocities, active, int(step))
+    omega = np.zeros((n, 3), np.float32) if angular_velocities is None else \
+        np.ascontiguousarray(angular_velocities, dtype=np.float32)
+    quat = identity_orientations(n) if orientations is None else np.ascontiguousarray(orientations, np.float32)
+    if omega.shape != (n, 3) or quat.shape != (n, 4):
+        raise MochiError(f"Angular velocities must have shape ({n}, 3) and orientations ({n}, 4), not "
+                         f"{omega.shape} and {quat.shape}.")
+    return State(positions, velocities, active, int(step), omega, quat)

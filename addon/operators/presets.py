@@ -83,6 +83,8 @@ def apply_preset(preset, scene: bpy.types.Scene, active: bpy.types.Object | None
         s.stiffness = preset.stiffness
     s.rebuild_interval = preset.rebuild_interval
     s.friction_model = preset.friction_model.upper()
+    s.rotation = preset.rotation
+    s.integrator = preset.integrator.upper()
     s.gravity = vector_engine_to_blender(preset.gravity)
     s.use_rotating_gravity = preset.gravity_axis is not None and preset.gravity_rate != 0.0
     if s.use_rotating_gravity:
@@ -93,11 +95,18 @@ def apply_preset(preset, scene: bpy.types.Scene, active: bpy.types.Object | None
             obj.mochi.open_sides = {SIDE_ENGINE_TO_BLENDER[side] for side in preset.open_sides}
             obj.mochi.wall_restitution = preset.wall_restitution
             obj.mochi.wall_friction = preset.wall_friction
+            obj.mochi.wall_rolling_friction = preset.wall_rolling_friction
+            obj.mochi.wall_cohesion = preset.wall_cohesion
     if preset.materials and active is not None and active.mochi.role == "SOURCE":
         material = preset.materials[0]
         active.mochi.density = material["density"]
         active.mochi.restitution = material["restitution"]
         active.mochi.friction = material["friction"]
+        active.mochi.rolling_friction = material["rolling_friction"]
+        active.mochi.cohesion = material["cohesion"]
+        if preset.emitters:
+            active.mochi.body = preset.emitters[0].body.upper()
+            active.mochi.glue_strength = preset.emitters[0].glue_strength
 
 
 class MOCHI_OT_preset_apply(bpy.types.Operator):

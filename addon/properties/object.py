@@ -54,6 +54,28 @@ class MochiObjectSettings(bpy.types.PropertyGroup):
     friction: FloatProperty(
         name="Friction", description="Coulomb friction coefficient between grains (0 is frictionless)",
         default=0.5, min=0.0, soft_min=0.0, soft_max=2.0)
+    rolling_friction: FloatProperty(
+        name="Rolling", description="Rolling resistance (dimensionless): the torque that stops grains rolling "
+        "is capped at this coefficient times the contact force times the grain radius. 0 rolls freely "
+        "(glass beads), 0.1–0.3 like sand or gravel, higher like beans; the pile angle grows with it",
+        default=0.0, min=0.0, soft_min=0.0, soft_max=1.0)
+    cohesion: FloatProperty(
+        name="Stickiness", description="Cohesion in pascals (Pa = J/m³): touching grains pull together with "
+        "this value times their contact area, like damp sand, snow or sugar. With the linear contact "
+        "spring it only holds grains together above stiffness / (2π × radius); below that it softens contacts",
+        default=0.0, min=0.0, soft_min=0.0, soft_max=1.0e6)
+    body: EnumProperty(
+        name="Body", description="How the grains packed from this object hold together",
+        items=(("LOOSE", "Loose", "Every grain moves on its own"),
+               ("GLUED", "Glued", "Touching grains are glued by bonds that break under stress (Glue) and stay "
+                "broken: the object cracks or holds on impact"),
+               ("RIGID", "Rigid", "All grains move as one rigid body that never deforms")),
+        default="LOOSE")
+    glue_strength: FloatProperty(
+        name="Glue", description="Strength of the bonds of a glued object, in pascals (Pa): a bond breaks when "
+        "its tension or shear stress exceeds it. About 1e4 Pa cracks a hand-sized object dropped from "
+        "knee height; 1e6 Pa holds",
+        default=1.0e5, min=1.0e-3, soft_min=1.0e2, soft_max=1.0e7)
     velocity_source: EnumProperty(
         name="Initial Velocity", description="Where the grains' initial velocity comes from",
         items=(("MANUAL", "Manual", "Set the linear and angular velocity by hand"),
@@ -76,6 +98,14 @@ class MochiObjectSettings(bpy.types.PropertyGroup):
     wall_friction: FloatProperty(
         name="Wall Friction", description="Coulomb friction coefficient between grains and walls",
         default=0.5, min=0.0, soft_min=0.0, soft_max=2.0)
+    wall_rolling_friction: FloatProperty(
+        name="Wall Rolling", description="Rolling resistance of the walls (dimensionless, averaged with the "
+        "grain's own Rolling)",
+        default=0.0, min=0.0, soft_min=0.0, soft_max=1.0)
+    wall_cohesion: FloatProperty(
+        name="Wall Stickiness", description="Cohesion of the walls in pascals (Pa); a grain sticks to a wall "
+        "with the smaller of the two Stickiness values",
+        default=0.0, min=0.0, soft_min=0.0, soft_max=1.0e6)
     # --- collider ---
     collider_thickness: FloatProperty(
         name="Thickness", description="Thickness of the collider's surface; grains keep their surface half of "

@@ -77,6 +77,17 @@ class MochiSceneSettings(bpy.types.PropertyGroup):
                ("DAMPER", "Sliding", "History-free: sliding is resisted but never stopped, so piles slowly "
                 "spread. Runs on every backend, the GPU ones included")),
         default="SPRING")
+    rotation: BoolProperty(
+        name="Rotating Grains",
+        description="Grains spin from friction at their contacts (and roll). Off is the Mochi paper's "
+        "non-rotating model, which acts as infinite rolling resistance",
+        default=True)
+    integrator: EnumProperty(
+        name="Integrator", description="How positions and velocities advance each step",
+        items=(("VERLET", "Velocity Verlet", "Second order, as LAMMPS' fix nve/sphere: better energy accuracy"),
+               ("EULER", "Euler", "Semi-implicit Euler, the Mochi paper's integrator (with Rotating Grains "
+                "off it reproduces the paper's results)")),
+        default="VERLET")
     rebuild_interval: IntProperty(
         name="Rebuild Interval",
         description="Steps between two full rebuilds of the collision structure (refit or reuse in between)",

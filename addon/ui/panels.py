@@ -45,6 +45,12 @@ class MOCHI_PT_object(_PhysicsPanel, bpy.types.Panel):
         col.prop(s, "density")
         col.prop(s, "restitution")
         col.prop(s, "friction")
+        col.prop(s, "rolling_friction")
+        col.prop(s, "cohesion")
+        col = layout.column()
+        col.prop(s, "body")
+        if s.body == "GLUED":
+            col.prop(s, "glue_strength")
         col = layout.column()
         col.prop(s, "velocity_source")
         if s.velocity_source == "MANUAL":
@@ -58,6 +64,8 @@ class MOCHI_PT_object(_PhysicsPanel, bpy.types.Panel):
         row.prop(s, "open_sides")
         layout.prop(s, "wall_restitution")
         layout.prop(s, "wall_friction")
+        layout.prop(s, "wall_rolling_friction")
+        layout.prop(s, "wall_cohesion")
 
     @staticmethod
     def draw_collider(layout, obj):
@@ -104,6 +112,8 @@ class MOCHI_PT_simulation(_PhysicsPanel, bpy.types.Panel):
         if not s.use_auto_stiffness:
             col.prop(s, "stiffness")
         col.prop(s, "friction_model")
+        col.prop(s, "rotation")
+        col.prop(s, "integrator")
         col.prop(s, "rebuild_interval")
         col.prop(s, "backend")
         col.prop(s, "seed")

@@ -9,10 +9,16 @@ bake resumed from a cached frame bit-identical to an uninterrupted one.
 
 Spatial reorder: at each build the particles are renumbered in cell order ("slots"), so neighbours
 sit close in memory. Every per-particle array the step loop touches is held in slot order and listed
-once in ``BackendCpu.PER_PARTICLE``; ``_reorder`` permutes them all and the pair history follows
-through ``remap_history``. Everything leaving the backend (``get_state``, contacts, contact history)
-is translated back to particle ids, so the renumbering is invisible outside. Scenes with colliders
-keep id order (the colliders hold per-particle history of their own).
+once in ``BackendCpu.PER_PARTICLE``; ``_reorder`` permutes them all and the pair history (tangential
+and rolling springs) follows through ``remap_history``. Everything leaving the backend (``get_state``,
+contacts, contact history) is translated back to particle ids, so the renumbering is invisible
+outside. Scenes with colliders keep id order (the colliders hold per-particle history of their own),
+and so do scenes with glue bonds or rigid clumps (their lists name particles by id; see
+``BackendCpu.__init__``).
+
+Two step paths: the paper's model (``Physics.rotation`` false, integrator 'euler', no rolling resistance
+or cohesion) runs the original kernels and keeps its bits; everything else runs the full law
+(``pair_forces_full``, ``kick``, and ``drift`` for velocity Verlet), see docs/physics.md.
 """
 
 from __future__ import annotations
@@ -26,7 +32,8 @@ import numpy as np
 from . import cpu_kernels as k
 from .cpu_neighbors import NeighborListCpu
 from .base import Backend, StepTimings
-from ..contact_law import pair_tables, wall_tables
+from ..bonds import bond_rows, bonds_per_particle
+from ..contact_law import cohesion_tables, pair_tables, rolling_tables, wall_tables
 from ..errors import SimulationDiverged
 from ..fields import pack_fields, uniform_acceleration
 from ..local_origin import local_origin, local_to_world, round_to_world, shift_field_table, world_to_local
@@ -52,11 +59,12 @@ class BackendCpu(Backend):
     #: exactly these (first axis). A new one (angular velocity, orientation, ...) is an attribute
     #: listed here, set in id order by ``_reset_slots`` (static, from the model) or ``set_state``, and
     #: translated back with ``_to_ids`` wherever it leaves the backend. Arrays rewritten from scratch
-    #: at every step or build (force, pos_ref) need not be listed. Per-pair history parallel to
-    #: ``hist`` follows through ``remap_history``; data holding particle indices (bond or clump
-    #: members) must store slots and be renumbered in ``_reorder`` through ``new_to_old``'s inverse,
-    #: or set ``self.reorder = False`` as colliders do.
-    PER_PARTICLE = ("pos", "vel", "active", "radius", "mass", "material", "wall_hist", "wall_touch", "perm")
+    #: at every step or build (force, torque, pos_ref) need not be listed. Per-pair history parallel
+    #: to ``hist`` (P, 6) follows through ``remap_history``; data holding particle indices (bond or
+    #: clump members) must store slots and be renumbered in ``_reorder`` through ``new_to_old``'s
+    #: inverse, or set ``self.reorder = False`` as colliders, glue bonds and rigid clumps do.
+    PER_PARTICLE = ("pos", "vel", "omega", "quat", "active", "radius", "mass", "material", "clump_of",
+                    "wall_hist", "wall_touch", "acc", "alpha", "perm")
 
     def __init__(self, model: Model):
         super().__init__(model)
@@ -80,13 +88,47 @@ class BackendCpu(Backend):
         frictional = any(m.friction > 0 for m in physics.materials) or physics.domain.wall_friction > 0
         # Without friction both models give F_t = 0; skip the springs' bookkeeping then.
         self.spring = physics.friction_model == "spring" and frictional
-        # Colliders keep per-particle history in id order: their scenes are not renumbered.
-        self.reorder = model.colliders is None
-        self.hist = np.zeros((0, 3), np.float64)  # tangential spring per list entry [m] (no rows without springs)
+        self.rotation = bool(physics.rotation)
+        self.euler = physics.integrator == "euler"
+        self.roll, self.wall_roll = rolling_tables(physics.materials, physics.domain.wall_rolling_friction)
+        self.cohesion, self.wall_cohesion = cohesion_tables(physics.materials, physics.domain.wall_cohesion)
+        self.rolling = self.rotation and (bool(self.roll.any()) or bool(self.wall_roll.any()))
+        # The paper's model runs the original kernels (its results keep their bits).
+        self.bonds = model.bonds if model.bonds is not None and model.bonds.count else None
+        self.full = self.rotation or not self.euler or self.rolling or bool(self.cohesion.any()) \
+            or bool(self.wall_cohesion.any()) or self.bonds is not None or model.clumps is not None
+        self.clumps = model.clumps
+        if self.clumps is not None:
+            c = self.clumps.count
+            # Rigid-body state per clump: centre X, velocity V, angular momentum L, orientation q, and the
+            # force and torque sums of the last pass (Verlet's first half uses them).
+            self.body = {name: np.zeros((c, 4 if name == "orientation" else 3))
+                         for name in ("centre", "velocity", "momentum", "orientation", "force", "torque")}
+        if self.bonds is not None:
+            self.bond_start, self.bond_other, self.bond_index = bond_rows(self.bonds, n)
+            self.bond_shear = np.zeros((self.bonds.count, 3), np.float64)  # ξ_b [m]
+            self.bond_intact = np.ones(self.bonds.count, np.uint8)
+        self.bonded = np.zeros(0, np.uint8)  # per list entry: held by an intact bond
+        if not self.rotation:
+            self.roll[:] = 0.0
+            self.wall_roll[:] = 0.0
+        # Springs (tangential or rolling) need per-contact history; without them hist and wall_hist
+        # have no rows and the kernels never touch them.
+        self.keep_hist = self.spring or self.rolling
+        # Not renumbered: scenes with colliders (per-particle history of their own, in id order), and
+        # scenes with glue bonds or rigid clumps: their lists (model.bonds.pairs, bond_rows,
+        # clumps.members, bonds_per_particle) name particles by id, and renumbering them at every build
+        # is left undone; the slots then stay the particle ids and those lists are used as they are.
+        self.reorder = model.colliders is None and self.bonds is None and self.clumps is None
+        # Per list entry: tangential spring ξ (columns 0–2) and rolling spring ξ_r (3–5) [m].
+        self.hist = np.zeros((0, 6), np.float64)
+        self.torque = np.zeros((n, 3), np.float64)
+        self.pair_torque = np.zeros((0, 6), np.float64)
+        self.primed = False  # Verlet: acc/alpha hold the accelerations of the current state
         self.pos_ref = np.zeros((n, 3), np.float32)
         self.step_index = 0
         self._reset_slots()
-        self.pos = self.vel = self.active = None
+        self.pos = self.vel = self.active = self.omega = self.quat = None
         self._restored = None
         self.needs_build = True
         self.r_min = float(model.radius.min())
@@ -100,10 +142,13 @@ class BackendCpu(Backend):
         self.radius = m.radius.copy()
         self.mass = m.mass.copy()
         self.material = m.material_index.copy()
-        # Tangential spring per particle and wall [m]; no rows without springs (integrate never
-        # touches it then), which saves 144 bytes per particle.
-        self.wall_hist = np.zeros((n, 6 if self.spring else 0, 3), np.float64)
+        self.clump_of = m.clumps.clump.copy() if m.clumps is not None else np.full(n, -1, np.int32)
+        # ξ and ξ_r per particle and wall side [m]; no rows without springs (the kernels never touch it
+        # then), which saves 288 bytes per particle.
+        self.wall_hist = np.zeros((n, 6 if self.keep_hist else 0, 6), np.float64)
         self.wall_touch = np.zeros(n, np.uint8)  # bit s set: particle touches wall side s
+        self.acc = np.zeros((n, 3), np.float64)    # Verlet: acceleration of the last step [m/s²]
+        self.alpha = np.zeros((n, 3), np.float64)  # Verlet: angular acceleration of the last step [rad/s²]
 
     def _reorder(self, order: np.ndarray) -> None:
         """Renumber the slots: new slot s holds what old slot ``order[s]`` held, in every array of
@@ -125,29 +170,78 @@ class BackendCpu(Backend):
     @property
     def state(self) -> State:
         """The current state in particle-id order, local coordinates (a copy)."""
-        return State(self._to_ids(self.pos), self._to_ids(self.vel), self._to_ids(self.active), self.step_index)
+        return State(self._to_ids(self.pos), self._to_ids(self.vel), self._to_ids(self.active), self.step_index,
+                     self._to_ids(self.omega), self._to_ids(self.quat))
 
     def set_state(self, state: State) -> None:
         self._reset_slots()
         self.pos = world_to_local(state.positions, self.origin).astype(np.float32, copy=True)
         self.vel = state.velocities.astype(np.float32, copy=True)
         self.active = state.active.astype(np.uint8, copy=True)
+        self.omega = state.angular_velocities.astype(np.float32, copy=True)
+        self.quat = state.orientations.astype(np.float32, copy=True)
         self.step_index = state.step
         self.needs_build = True
         self.neighbors = NeighborListCpu(self.model.particle_count)
-        self.hist = np.zeros((0, 3), np.float64)
+        self.hist = np.zeros((0, 6), np.float64)
+        self.primed = False
+        if self.bonds is not None:
+            self.bond_shear[:] = 0.0
+            self.bond_intact[:] = 1
+        if self.clumps is not None:
+            self._clumps_from_state()
         if self.model.colliders is not None:
             self.model.colliders.reset_history()
 
+    def _clumps_from_state(self) -> None:
+        """Rigid-body state of each clump from its members (centre of mass, momentum, angular momentum
+        about the centre; orientation identity: the body frame is the frame of the initial positions).
+        Slots are particle ids here (no reorder with clumps)."""
+        c = self.clumps
+        mass = self.mass.astype(np.float64)
+        x = self.pos.astype(np.float64)
+        v = self.vel.astype(np.float64)
+        for index in range(c.count):
+            members = c.members[c.start[index]:c.start[index + 1]]
+            w = mass[members, None]
+            centre = (w * x[members]).sum(axis=0) / c.mass[index]
+            self.body["centre"][index] = centre
+            self.body["velocity"][index] = (w * v[members]).sum(axis=0) / c.mass[index]
+            spin = 0.4 * w * self.radius[members, None].astype(np.float64) ** 2 * self.omega[members]
+            self.body["momentum"][index] = (np.cross(x[members] - centre, w * v[members]) + spin).sum(axis=0)
+        self.body["orientation"][:] = (1.0, 0.0, 0.0, 0.0)
+        self.body["force"][:] = 0.0
+        self.body["torque"][:] = 0.0
+
+    def _clump_step(self, phase: int) -> float:
+        c, b = self.clumps, self.body
+        return k.clump_step(phase, c.start, c.members, c.offset, c.mass, c.inertia_inv, b["centre"], b["velocity"],
+                            b["momentum"], b["orientation"], b["force"], b["torque"], self.pos, self.vel,
+                            self.omega, self.quat, self.acc, self.alpha, self.mass, self.radius,
+                            self.model.physics.dt, self.pos_ref)
+
     def get_contact_history(self) -> dict[str, np.ndarray]:
-        """Tangential springs of the current contacts, for exact resume: pair i, j (int32, particle
-        ids, i the row's particle), pair spring (P, 3) and wall springs (n, 6, 3) [m]."""
+        """Contact state for exact resume, in particle ids: pair i, j (int32, i the row's particle),
+        pair spring (P, 3) and wall springs (n, 6, 3) [m]; with rolling resistance the rolling springs
+        too, with Verlet the stored accelerations, and the bond and clump states."""
         i, j = self.neighbors.pairs()
+        n = self.model.particle_count
         keep = np.any(self.hist != 0.0, axis=1) if self.hist.shape[0] else np.zeros(i.shape[0], bool)
+        hist = self.hist[keep] if self.hist.shape[0] else np.zeros((0, 6), np.float64)
+        wall = self._to_ids(self.wall_hist) if self.keep_hist else np.zeros((n, 6, 6), np.float64)
         history = {"pair_i": self.perm[i[keep]].astype(np.int32), "pair_j": self.perm[j[keep]].astype(np.int32),
-                   "pair_spring": self.hist[keep] if self.hist.shape[0] else np.zeros((0, 3), np.float64),
-                   "wall_spring": self._to_ids(self.wall_hist) if self.spring
-                   else np.zeros((self.model.particle_count, 6, 3), np.float64)}
+                   "pair_spring": hist[:, :3].copy(), "wall_spring": wall[:, :, :3].copy()}
+        if self.rolling:
+            history["pair_rolling"] = hist[:, 3:].copy()
+            history["wall_rolling"] = wall[:, :, 3:].copy()
+        if self.full and not self.euler and self.primed:
+            history["acceleration"] = self._to_ids(self.acc)
+            history["angular_acceleration"] = self._to_ids(self.alpha)
+        if self.bonds is not None:
+            history["bond_shear"] = self.bond_shear.copy()
+            history["bond_intact"] = self.bond_intact.copy()
+        if self.clumps is not None:
+            history.update({f"clump_{name}": value.copy() for name, value in self.body.items()})
         if self.model.colliders is not None:
             history.update(self.model.colliders.get_history())
         return history
@@ -158,17 +252,36 @@ class BackendCpu(Backend):
         start = np.zeros(n + 1, np.int64)
         np.cumsum(np.bincount(history["pair_i"], minlength=n), out=start[1:])
         order = np.argsort(history["pair_i"], kind="stable")
-        self._restored = (start, history["pair_j"][order].astype(np.int32), history["pair_spring"][order])
-        if self.spring:
-            self.wall_hist[:] = history["wall_spring"]
+        pair = np.zeros((order.shape[0], 6), np.float64)
+        pair[:, :3] = history["pair_spring"][order]
+        if "pair_rolling" in history:
+            pair[:, 3:] = history["pair_rolling"][order]
+        self._restored = (start, history["pair_j"][order].astype(np.int32), pair)
+        if self.keep_hist:
+            self.wall_hist[:] = 0.0
+            self.wall_hist[:, :, :3] = history["wall_spring"]
+            if "wall_rolling" in history:
+                self.wall_hist[:, :, 3:] = history["wall_rolling"]
             live = np.any(self.wall_hist != 0.0, axis=2)  # (n, 6)
             self.wall_touch[:] = (live * (1 << np.arange(6))).sum(axis=1).astype(np.uint8)
+        if self.clumps is not None and "clump_centre" in history:
+            for name in self.body:
+                self.body[name][:] = history[f"clump_{name}"]
+        if self.bonds is not None and "bond_intact" in history:
+            self.bond_shear[:] = history["bond_shear"]
+            self.bond_intact[:] = history["bond_intact"]
+        if "acceleration" in history:
+            self.acc[:] = history["acceleration"]
+            self.alpha[:] = history["angular_acceleration"]
+            self.primed = True
         if self.model.colliders is not None:
             self.model.colliders.set_history(history)
 
     def get_state(self) -> State:
         state = self.state
         state.positions = local_to_world(state.positions, self.origin)
+        if self.bonds is not None:  # slots are particle ids (no reorder with bonds)
+            state.bonds = bonds_per_particle(self.bonds, self.bond_intact, self.model.particle_count)
         return state
 
     def begin_frame(self) -> None:
@@ -216,8 +329,16 @@ class BackendCpu(Backend):
         count = nb.pair_count
         if self.pair_force.shape[0] < count:
             self.pair_force = np.zeros((int(count * 1.25) + 16, 3), np.float64)
-        self.hist = np.zeros((count if self.spring else 0, 3), np.float64)  # no rows: no springs
-        if self.spring and old_j.shape[0]:
+            if self.full:
+                self.pair_torque = np.zeros((self.pair_force.shape[0], 6), np.float64)
+        self.hist = np.zeros((count if self.keep_hist else 0, 6), np.float64)  # no rows: no springs
+        if self.bonds is not None:
+            self.bonded = np.zeros(count, np.uint8)
+            k.mark_bonded(nb.nbr_start, nb.nbr_j, self.bond_start, self.bond_other, self.bond_index,
+                          self.bond_intact, self.bonded)
+        elif self.full and self.bonded.shape[0] < count:
+            self.bonded = np.zeros(int(count * 1.25) + 16, np.uint8)  # never set without bonds
+        if self.keep_hist and old_j.shape[0]:
             k.remap_history(old_start, old_j, old_hist, nb.nbr_start, nb.nbr_j, self.hist, new_to_old)
         self.pos_ref[:] = self.pos
         self.needs_build = False
@@ -234,6 +355,8 @@ class BackendCpu(Backend):
             numba.set_num_threads(threads)
 
     def _step(self, count: int) -> StepTimings:
+        if self.full:
+            return self._step_full(count)
         physics = self.model.physics
         m = self.model
         timings = StepTimings()
@@ -279,6 +402,115 @@ class BackendCpu(Backend):
                     f"particle moves at {math.sqrt(speed2):.3g} m/s, above the limit of "
                     f"{physics.speed_limit:.3g} m/s; lower dt or the stiffness.", self.step_index)
             if 4.0 * disp2 > nb.skin * nb.skin:
+                self.needs_build = True
+            t3 = time.perf_counter()
+            timings.build_s += t1 - t0
+            timings.detect_s += t2 - t1
+            timings.update_s += t3 - t2
+            timings.steps += 1
+        return timings
+
+    def _forces_full(self, time_s: float, dt_history: float, timings: StepTimings) -> None:
+        """Pair, bond and collider forces and torques of the current state (walls: in ``kick``)."""
+        m = self.model
+        physics = m.physics
+        nb = self.neighbors
+        k.pair_forces_full(self.pos, self.vel, self.omega, self.radius, self.mass, self.material, self.active,
+                           nb.nbr_start, nb.nbr_j, self.beta, self.mu, self.roll, self.cohesion,
+                           float(physics.stiffness), self.spring, dt_history, self.hist, self.pair_force,
+                           self.pair_torque, self.force, self.torque, self.bonded, self.clump_of)
+        k.gather_reactions(self.force, self.pair_force, nb.rev_start, nb.rev_pair)
+        k.gather_torques(self.torque, self.pair_torque, nb.rev_start, nb.rev_pair)
+        if self.bonds is not None:  # slots are particle ids (no reorder with bonds)
+            b = self.bonds
+            if k.bond_forces(self.pos, self.vel, self.omega, self.radius, self.mass, self.material, self.active,
+                             self.beta, b.pairs, b.rest, b.area, b.stiffness, b.strength, self.bond_shear,
+                             self.bond_intact, dt_history, self.force, self.torque):
+                self.needs_build = True  # a broken bond's pair collides from the next step on
+        if m.colliders is not None:  # slots are particle ids (no reorder with colliders)
+            c0 = time.perf_counter()
+            m.colliders.add_forces(time_s, self.pos, self.vel, self.radius, self.mass, self.material, self.active,
+                                   self.force, physics, *((self.omega, self.torque) if self.rotation else ()))
+            timings.colliders_s += time.perf_counter() - c0
+
+    def _kick(self, accel, dt_history: float, kick_dt: float):
+        physics = self.model.physics
+        return k.kick(self.pos, self.vel, self.omega, self.quat, self.force, self.torque, self.radius, self.mass,
+                      self.material, self.active, accel, dt_history, kick_dt, self.euler, self.rotation, self.lo,
+                      self.hi, self.wall_mask, self.wall_beta, self.wall_mu, self.wall_roll, self.wall_cohesion,
+                      float(physics.stiffness), self.spring, self.wall_hist, self.wall_touch, self.field_table,
+                      self.field_grid, self.acc, self.alpha, self.pos_ref)
+
+    def _step_full(self, count: int) -> StepTimings:
+        """Steps of the full law: rotation, rolling, cohesion, Euler or velocity Verlet.
+
+        Verlet (LAMMPS fix nve/sphere order): drift (v, ω half kick with the stored accelerations, then
+        x, q), forces at the new positions and time, kick (second half). At the very start the
+        accelerations of the initial state are computed once (springs not advanced: dt 0).
+        """
+        m = self.model
+        physics = m.physics
+        timings = StepTimings()
+        dt = physics.dt
+        for _ in range(count):
+            t0 = time.perf_counter()
+            if not self.euler:
+                if not self.primed:
+                    accel = self._acceleration(self.step_index)
+                    if self.needs_build:
+                        self._build(accel)
+                        timings.rebuilds += 1
+                    self._forces_full(self.step_index * dt, 0.0, timings)
+                    self._kick(accel, 0.0, 0.0)
+                    if self.clumps is not None:
+                        self._clump_step(0)
+                    self.primed = True
+                previous = self.pos.copy() if m.colliders is not None else None
+                disp2, bad = k.drift(self.pos, self.vel, self.omega, self.quat, self.acc, self.alpha, self.active,
+                                     dt, self.rotation, self.lo, self.hi, self.wall_mask, self.pos_ref)
+                if self.clumps is not None:
+                    disp2 = max(disp2, self._clump_step(2))
+                if m.colliders is not None:
+                    c0 = time.perf_counter()
+                    m.colliders.after_integrate((self.step_index + 1) * dt, previous, self.pos, self.vel,
+                                                self.radius, self.active, physics)
+                    timings.colliders_s += time.perf_counter() - c0
+                if bad:
+                    raise SimulationDiverged(
+                        f"The simulation produced NaN at step {self.step_index + 1} "
+                        f"(t = {(self.step_index + 1) * dt:.6g} s); lower dt or the stiffness.", self.step_index + 1)
+                if 4.0 * disp2 > self.neighbors.skin * self.neighbors.skin:
+                    self.needs_build = True
+                force_step = self.step_index + 1  # forces at the drifted positions
+            else:
+                force_step = self.step_index
+            accel = self._acceleration(force_step)
+            if self.needs_build:
+                self._build(accel)
+                timings.rebuilds += 1
+            t1 = time.perf_counter()
+            self._forces_full(force_step * dt, dt, timings)
+            previous = self.pos.copy() if (m.colliders is not None and self.euler) else None
+            t2 = time.perf_counter()
+            disp2, speed2, bad = self._kick(accel, dt, 0.5 * dt)
+            if self.clumps is not None:
+                disp2 = max(disp2, self._clump_step(1 if self.euler else 3))
+            if m.colliders is not None and self.euler:
+                c0 = time.perf_counter()
+                m.colliders.after_integrate((self.step_index + 1) * dt, previous, self.pos, self.vel, self.radius,
+                                            self.active, physics)
+                timings.colliders_s += time.perf_counter() - c0
+            self.step_index += 1
+            if bad:
+                raise SimulationDiverged(
+                    f"The simulation produced NaN at step {self.step_index} "
+                    f"(t = {self.step_index * dt:.6g} s); lower dt or the stiffness.", self.step_index)
+            if speed2 > physics.speed_limit ** 2:
+                raise SimulationDiverged(
+                    f"Runaway energy at step {self.step_index} (t = {self.step_index * dt:.6g} s): a "
+                    f"particle moves at {math.sqrt(speed2):.3g} m/s, above the limit of "
+                    f"{physics.speed_limit:.3g} m/s; lower dt or the stiffness.", self.step_index)
+            if self.euler and 4.0 * disp2 > self.neighbors.skin * self.neighbors.skin:
                 self.needs_build = True
             t3 = time.perf_counter()
             timings.build_s += t1 - t0

@@ -163,8 +163,10 @@ class ColliderSet:
 
     # --- solver hooks -----------------------------------------------------------------------------
 
-    def add_forces(self, time, positions, velocities, radius, mass, material_index, active, force, physics) -> None:
-        """Add every collider's contact forces on the grains to ``force`` [N], float64 (n, 3).
+    def add_forces(self, time, positions, velocities, radius, mass, material_index, active, force, physics,
+                   omega=None, torque=None) -> None:
+        """Add every collider's contact forces on the grains to ``force`` [N], float64 (n, 3), and with
+        ``omega`` (float32 (n, 3) [rad/s]) their torques to ``torque`` [N·m], float64 (n, 3).
 
         Args:
             time: Time of the step [s].
@@ -178,13 +180,17 @@ class ColliderSet:
         beta, mu, _ = self.material_tables(physics)
         self._last_materials = material_index
         spring = physics.friction_model == "spring"
+        rotation = omega is not None
+        if not rotation:
+            omega, torque = np.zeros((0, 3), np.float32), np.zeros((0, 3))
         for index, runtime in enumerate(self.advance(time)):
             collider = runtime.collider
             k.collider_forces(positions, velocities, radius, mass, material_index, active, force, runtime.vertices,
                               runtime.velocities, collider.triangles, *runtime.tree.arrays(),
                               0.5 * collider.thickness, beta[index], mu[index], float(physics.stiffness), spring,
                               float(physics.dt), self._springs[index], self._normals[index], self._counts[index],
-                              runtime.clock, self._clearance[index], self._clear_from[index], self._clear_clock[index])
+                              runtime.clock, self._clearance[index], self._clear_from[index], self._clear_clock[index],
+                              omega, torque, rotation)
 
     def after_integrate(self, time_new, old_positions, positions, velocities, radius, active, physics) -> None:
         """Swept test from ``old_positions`` to ``positions`` against every collider at ``time_new``.

@@ -29,7 +29,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from ..backends.cpu_kernels import _contact
+from ..backends.cpu_kernels import _contact, _contact_full
 from ..packing.bvh import KERNEL_OPTIONS
 
 #: Barycentric slack of the swept segment–triangle test (relative to the triangle's size).
@@ -205,8 +205,12 @@ def _clear_slots(i, springs, normals, contact_count):
 @njit(parallel=True, **KERNEL_OPTIONS)
 def collider_forces(pos, vel, radius, mass, material, active, force, vertices, vertex_velocity, triangles,
                     order, box_lo, box_hi, left, start, count, half_thickness, beta_table, mu_table, stiffness,
-                    spring, dt, springs, normals, contact_count, clock, clearance, clear_from, clear_clock):
-    """Add the force of one collider on every grain to ``force`` (n, 3) [N].
+                    spring, dt, springs, normals, contact_count, clock, clearance, clear_from, clear_clock,
+                    omega, torque, rotation):
+    """Add the force of one collider on every grain to ``force`` (n, 3) [N] (and, with ``rotation``,
+    its torque to ``torque`` (n, 3) [N·m], the tangential force acting at the arm r − δ/2 and the grain's
+    angular velocity ``omega`` (n, 3) [rad/s] entering the slip velocity; no rolling resistance or
+    cohesion against colliders yet).
 
     Grains with a known clearance skip the tree: grain i is certainly out of reach while
     |x_i − clear_from_i| + (clock − clear_clock_i) < clearance_i, where ``clock`` sums the collider's
@@ -281,6 +285,7 @@ def collider_forces(pos, vel, radius, mass, material, active, force, vertices, v
             fx_sum = 0.0
             fy_sum = 0.0
             fz_sum = 0.0
+            tx_sum = ty_sum = tz_sum = 0.0
             m = np.float64(mass[i])
             mat = material[i]
             for c in range(kept):
@@ -322,9 +327,21 @@ def collider_forces(pos, vel, radius, mass, material, active, force, vertices, v
                 svx = w0 * vertex_velocity[tri[0], 0] + w1 * vertex_velocity[tri[1], 0] + w2 * vertex_velocity[tri[2], 0]
                 svy = w0 * vertex_velocity[tri[0], 1] + w1 * vertex_velocity[tri[1], 1] + w2 * vertex_velocity[tri[2], 1]
                 svz = w0 * vertex_velocity[tri[0], 2] + w1 * vertex_velocity[tri[1], 2] + w2 * vertex_velocity[tri[2], 2]
-                fx, fy, fz = _contact(dx, dy, dz, dist_used, reach - dist, np.float64(vel[i, 0]) - svx,
-                                      np.float64(vel[i, 1]) - svy, np.float64(vel[i, 2]) - svz, m, stiffness,
-                                      beta_table[mat], mu_table[mat], spring, hist, c, dt)
+                if rotation:
+                    overlap = reach - dist
+                    f = _contact_full(nx, ny, nz, overlap, np.float64(vel[i, 0]) - svx, np.float64(vel[i, 1]) - svy,
+                                      np.float64(vel[i, 2]) - svz, np.float64(omega[i, 0]), np.float64(omega[i, 1]),
+                                      np.float64(omega[i, 2]), 0.0, 0.0, 0.0, np.float64(radius[i]) - 0.5 * overlap,
+                                      0.0, np.float64(radius[i]), m, stiffness, beta_table[mat], mu_table[mat], 0.0,
+                                      0.0, spring, hist, c, dt)
+                    fx, fy, fz = f[0], f[1], f[2]
+                    tx_sum += f[3]
+                    ty_sum += f[4]
+                    tz_sum += f[5]
+                else:
+                    fx, fy, fz = _contact(dx, dy, dz, dist_used, reach - dist, np.float64(vel[i, 0]) - svx,
+                                          np.float64(vel[i, 1]) - svy, np.float64(vel[i, 2]) - svz, m, stiffness,
+                                          beta_table[mat], mu_table[mat], spring, hist, c, dt)
                 fx_sum += fx
                 fy_sum += fy
                 fz_sum += fz
@@ -336,6 +353,10 @@ def collider_forces(pos, vel, radius, mass, material, active, force, vertices, v
             force[i, 0] += fx_sum
             force[i, 1] += fy_sum
             force[i, 2] += fz_sum
+            if rotation:
+                torque[i, 0] += tx_sum
+                torque[i, 1] += ty_sum
+                torque[i, 2] += tz_sum
 
 
 @njit(**KERNEL_OPTIONS)

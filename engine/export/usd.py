@@ -24,8 +24,8 @@ Per frame, /Mochi/Grains holds (USD names, units of the stage: metres, seconds):
     primvars:active    int[]      1 while the particle is simulated, 0 once it has left the domain
     extent            float3[2]   bounds including the radii
 
-Orientations are not written: the engine has no particle rotation yet (add ``orientations`` here,
-as quath[], when it has).
+Orientations are not written yet: cache format 2 holds them (``qw qx qy qz``, see docs/physics.md);
+add ``orientations`` here, as quath[], from those columns.
 
 Stage metadata: ``metersPerUnit = 1`` (the engine is SI), ``upAxis`` from the cache manifest's
 ``up_axis`` ('Y' for presets, whose gravity is −y; 'Z' for Blender bakes, which are in Blender's

@@ -33,6 +33,11 @@ def _assert_same_scene(blender_setup, preset_setup):
         assert np.array_equal(getattr(preset_setup.model, name), getattr(blender_setup.model, name)), name
     for name in ("positions", "velocities"):
         assert np.array_equal(getattr(preset_setup.state, name), getattr(blender_setup.state, name)), name
+    ours, theirs = blender_setup.model, preset_setup.model
+    assert (ours.bonds is None) == (theirs.bonds is None)
+    if ours.bonds is not None:
+        assert np.array_equal(ours.bonds.pairs, theirs.bonds.pairs)
+    assert (ours.clumps is None) == (theirs.clumps is None)
 
 
 def test_saved_preset_resolves_the_same_physics_and_packs_the_same_spheres(small_scene, tmp_path):
@@ -40,11 +45,25 @@ def test_saved_preset_resolves_the_same_physics_and_packs_the_same_spheres(small
         if obj.mochi.role == "SOURCE" and obj.name.startswith("Cube"):
             obj.mochi.linear_velocity = (0.5, 0.0, -1.0)
             obj.mochi.angular_velocity = (0.0, 0.0, 3.0)
+            # Rolling, Stickiness and Glue travel through the preset too.
+            obj.mochi.rolling_friction, obj.mochi.cohesion = 0.2, 5.0e4
+            obj.mochi.body, obj.mochi.glue_strength = "GLUED", 3.0e4
+        elif obj.mochi.role == "SOURCE":
+            obj.mochi.body = "RIGID"
+        elif obj.mochi.role == "DOMAIN":
+            obj.mochi.wall_rolling_friction, obj.mochi.wall_cohesion = 0.1, 2.0e4
+    small_scene.mochi.integrator = "EULER"
     _add_rising_collider()
     snapshot, settings_module = mochi_module("addon.snapshot"), mochi_module("addon.settings")
     presets = mochi_module("addon.operators.presets")
     settings = snapshot.scene_blender_to_settings(bpy.context)
     blender_setup = settings_module.setup_from_settings(settings)
+    physics = blender_setup.model.physics
+    assert physics.integrator == "euler" and physics.rotation
+    assert sorted(b.kind for b in physics.bodies) == ["glued", "rigid"]
+    assert blender_setup.model.bonds.count > 0 and blender_setup.model.clumps.count == 1
+    assert physics.materials[1].rolling_friction == pytest.approx(0.2) or \
+        physics.materials[0].rolling_friction == pytest.approx(0.2)
 
     path = presets.save_scene_preset(bpy.context, tmp_path / "round" / "round.toml", name="Round trip")
     preset = mochi_module("engine.preset").load_preset(path)

@@ -42,17 +42,20 @@ def near_ties(positions: np.ndarray, radius: np.ndarray, rel: float = 1e-6) -> s
 def scene(positions, radius, *, velocities=None, gravity=(0.0, 0.0, 0.0), lo=(-1.0, -1.0, -1.0),
           hi=(1.0, 1.0, 1.0), open_sides=(), restitution=0.5, friction=0.0, density=2500.0,
           stiffness=1.0e4, dt=None, substeps=None, fps=25.0, wall_restitution=None, wall_friction=None,
-          rebuild_interval=10):
-    """A SceneSetup with one material and explicit physics."""
-    material = Material(name="m", density=density, restitution=restitution, friction=friction)
+          rebuild_interval=10, rotation=True, integrator="verlet", rolling_friction=0.0, cohesion=0.0):
+    """A SceneSetup with one material and explicit physics (walls: the material's rolling friction and
+    cohesion too)."""
+    material = Material(name="m", density=density, restitution=restitution, friction=friction,
+                        rolling_friction=rolling_friction, cohesion=cohesion)
     domain = Domain(lo=tuple(lo), hi=tuple(hi), open_sides=tuple(open_sides),
                     wall_restitution=restitution if wall_restitution is None else wall_restitution,
-                    wall_friction=friction if wall_friction is None else wall_friction)
+                    wall_friction=friction if wall_friction is None else wall_friction,
+                    wall_rolling_friction=rolling_friction, wall_cohesion=cohesion)
     return setup_from_arrays(positions=np.asarray(positions, np.float32), radius=np.asarray(radius, np.float32),
                              velocities=None if velocities is None else np.asarray(velocities, np.float32),
                              materials=(material,), domain=domain, gravity=Gravity(vector=tuple(gravity)),
                              dt=dt, substeps=substeps, stiffness=stiffness, fps=fps,
-                             rebuild_interval=rebuild_interval)
+                             rebuild_interval=rebuild_interval, rotation=rotation, integrator=integrator)
 
 
 @pytest.fixture

@@ -170,7 +170,8 @@ def test_forces_equal_cpu_reference(host_library, scene):
     k.collider_forces(grains.positions, grains.velocities, grains.radius, grains.mass, grains.material, grains.active,
                       reference, runtime.vertices, runtime.velocities, triangles, *runtime.tree.arrays(),
                       0.5 * thickness, beta, mu, stiffness, False, 1e-4, np.zeros(shape), np.zeros(shape), counts,
-                      0.0, np.full(n, -1.0), np.zeros((n, 3)), np.zeros(n))
+                      0.0, np.full(n, -1.0), np.zeros((n, 3)), np.zeros(n), np.zeros((0, 3), np.float32),
+                      np.zeros((0, 3)), False)
 
     pos, vel, force, info = grains.device_arrays()
     params = dem_params(pos, vel, force, info)

@@ -38,15 +38,17 @@ def grid_plane(size: float, cells: int, *, height: float = 0.0):
 
 def make_scene(positions, radius, colliders, *, velocities=None, gravity=(0.0, -9.81, 0.0), lo=(-1, -1, -1),
                hi=(1, 1, 1), open_sides=(), friction=0.5, restitution=0.5, stiffness=1.0e4, dt=None, fps=25.0,
-               friction_model="spring"):
-    material = Material(name="m", density=2500.0, restitution=restitution, friction=friction)
+               friction_model="spring", rotation=True, rolling_friction=0.0):
+    material = Material(name="m", density=2500.0, restitution=restitution, friction=friction,
+                        rolling_friction=rolling_friction)
     positions = np.asarray(positions, np.float32).reshape(-1, 3)
     radius = np.broadcast_to(np.asarray(radius, np.float32), (len(positions),)).copy()
     return setup_from_arrays(positions=positions, radius=radius, velocities=velocities, materials=(material,),
                              domain=Domain(lo=tuple(lo), hi=tuple(hi), open_sides=tuple(open_sides),
                                            wall_restitution=restitution, wall_friction=friction),
                              gravity=Gravity(vector=tuple(gravity)), stiffness=stiffness, dt=dt, fps=fps,
-                             colliders=ColliderSet(tuple(colliders)), friction_model=friction_model)
+                             colliders=ColliderSet(tuple(colliders)), friction_model=friction_model,
+                             rotation=rotation, integrator="verlet" if rotation else "euler")
 
 
 def run(setup, seconds: float, backend: str = "cpu"):
@@ -67,13 +69,14 @@ def lattice(lo, hi, spacing, rng, jitter=0.05):
 
 @pytest.mark.parametrize("angle, slides", [(20.0, False), (35.0, True)])
 def test_ball_on_tilted_plane_slides_only_beyond_friction_angle(angle, slides):
-    """μ = 0.5 (friction angle 26.6°): the tangential spring holds the ball at 20°, it slides at 35°."""
+    """μ = 0.5 (friction angle 26.6°): the tangential spring holds the ball at 20°, it slides at 35°
+    (a ball that does not rotate: a block)."""
     vertices, triangles = grid_plane(2.0, 8)
     tilt = euler_rotation((0.0, 0.0, angle))
     plane = Collider("plane", vertices @ tilt.T, triangles, thickness=0.002, restitution=0.5, friction=0.5)
     normal = tilt @ np.array([0.0, 1.0, 0.0])
     start = normal * 0.011  # r + thickness/2: just touching
-    setup = make_scene(start, 0.01, [plane], lo=(-2, -2, -2), hi=(2, 2, 2))
+    setup = make_scene(start, 0.01, [plane], lo=(-2, -2, -2), hi=(2, 2, 2), rotation=False)
     t = 0.5
     end = run(setup, t).positions[0].astype(np.float64)
     travel = float(np.linalg.norm(end - start))
@@ -84,6 +87,20 @@ def test_ball_on_tilted_plane_slides_only_beyond_friction_angle(angle, slides):
     else:
         assert travel < 1e-3
     assert float(end @ normal) == pytest.approx(0.011, abs=5e-4)  # resting on the shell, not in it
+
+
+def test_ball_rolls_down_a_tilted_mesh_at_five_sevenths_g_sin_theta():
+    """A rotating ball on a mesh slope (μ = 0.5 > 2/7 tan 20°) rolls without slipping: a = 5/7 g sinθ."""
+    angle = 20.0
+    vertices, triangles = grid_plane(2.0, 8)
+    tilt = euler_rotation((0.0, 0.0, angle))
+    plane = Collider("plane", vertices @ tilt.T, triangles, thickness=0.002, restitution=0.5, friction=0.5)
+    normal = tilt @ np.array([0.0, 1.0, 0.0])
+    start = normal * 0.011
+    setup = make_scene(start, 0.01, [plane], lo=(-2, -2, -2), hi=(2, 2, 2))
+    t = 0.5
+    travel = float(np.linalg.norm(run(setup, t).positions[0].astype(np.float64) - start))
+    assert travel == pytest.approx(0.5 * 5.0 / 7.0 * 9.81 * math.sin(math.radians(angle)) * t * t, rel=0.03)
 
 
 def _single_force(collider, position, radius=0.01, velocity=(0.0, 0.0, 0.0)):
@@ -150,7 +167,7 @@ def test_tree_query_matches_brute_force_after_deformation(rng):
         kernels.collider_forces(*args, force, runtime.vertices, runtime.velocities, collider.triangles, *tree_arrays,
                                 0.002, np.array([0.3]), np.array([0.5]), 1.0e4, True, 1e-4, springs,
                                 np.zeros_like(springs), np.zeros(n, np.int8), 0.0, np.full(n, -1.0), np.zeros((n, 3)),
-                                np.zeros(n))
+                                np.zeros(n), np.zeros((0, 3), np.float32), np.zeros((0, 3)), False)
         return force
 
     t = len(collider.triangles)
@@ -251,15 +268,19 @@ def test_rotating_paddle_stirs_a_pile(rng):
     check(run(setup, 0.4))
 
 
-def test_moving_belt_drags_a_grain_to_its_speed():
+@pytest.mark.parametrize("rotation", [False, True])
+def test_moving_belt_drags_a_grain_to_its_speed(rotation):
     """The surface velocity enters the contact: a grain resting on a plane sliding at 0.5 m/s (a
-    conveyor belt) is dragged up to the belt's speed by friction alone."""
+    conveyor belt) is dragged up to the belt's speed by friction alone; a grain that rotates ends
+    rolling on it, at 2/7 of its speed (angular momentum about the contact point stays 0: m v R = I ω,
+    with v + ω R = belt speed)."""
     vertices, triangles = grid_plane(2.0, 4)
     belt = Collider("belt", vertices, triangles, thickness=0.002, friction=0.5,
                     motion=RigidMotionAnalytic(np.eye(3), (0, 0, 0), (0, 0, 0), (0, 0, 0), (0.5, 0, 0)))
-    setup = make_scene([0.0, 0.0109, 0.0], 0.01, [belt], lo=(-2, -1, -2), hi=(2, 1, 2))
+    setup = make_scene([0.0, 0.0109, 0.0], 0.01, [belt], lo=(-2, -1, -2), hi=(2, 1, 2), rotation=rotation)
     state = run(setup, 0.3)
-    np.testing.assert_allclose(state.velocities[0], [0.5, 0.0, 0.0], atol=2e-3)
+    speed = 0.5 * 2.0 / 7.0 if rotation else 0.5
+    np.testing.assert_allclose(state.velocities[0], [speed, 0.0, 0.0], atol=2e-3)
     assert state.positions[0, 1] == pytest.approx(0.011, abs=5e-4)
 
 
@@ -298,8 +319,10 @@ def lift_scene(rng, friction_model="spring"):
     floor = Collider("lift", vertices, triangles, thickness=0.002,
                      motion=DeformMotion(times=[0.1, 0.4], vertices=np.stack([vertices, risen])))
     grains = lattice((-0.1, 0.01, -0.1), (0.1, 0.05, 0.1), 0.0125, rng)
+    # Grains that do not rotate: spheres rolling freely (colliders have no rolling resistance yet) roll
+    # off the plate's edges as the layer settles.
     setup = make_scene(grains, 0.005, [floor], lo=(-0.2, -0.2, -0.2), hi=(0.2, 0.4, 0.2), stiffness=2.0e3,
-                       friction_model=friction_model)
+                       friction_model=friction_model, rotation=False)
 
     def check(state):
         y = state.positions[:, 1]

@@ -97,3 +97,74 @@ def test_same_bits_on_one_and_two_threads(rng):
     (one, h1), (two, h2) = states
     assert np.array_equal(one.positions, two.positions) and np.array_equal(one.velocities, two.velocities)
     assert np.array_equal(h1["pair_i"], h2["pair_i"]) and np.array_equal(h1["pair_spring"], h2["pair_spring"])
+
+
+def _by_pair(history, key):
+    return {(int(i), int(j)): tuple(s) for i, j, s in zip(history["pair_i"], history["pair_j"], history[key])}
+
+
+def test_reorder_carries_rotation_rolling_and_verlet_state(rng):
+    """Rolling resistance and cohesion with rotation and velocity Verlet: with and without renumbering,
+    the same angular velocities, orientations, stored accelerations and rolling springs by particle id."""
+    positions = rng.uniform([-0.2, -0.98, -0.2], [0.2, -0.6, 0.2], (400, 3))
+    setup = scene(positions, rng.uniform(0.015, 0.02, 400), gravity=(0.0, -9.81, 0.0), friction=0.4,
+                  rolling_friction=0.2, cohesion=2.0e3, stiffness=2.0e4, dt=1e-4, restitution=0.4)
+    runs = []
+    for reorder in (True, False):
+        backend = BackendCpu(setup.model)
+        assert backend.full and backend.rolling and backend.reorder
+        backend.reorder = reorder
+        backend.set_state(setup.state)
+        backend.step(1)
+        first = backend.get_state()
+        backend.step(299)
+        runs.append((backend, first, backend.get_state(), backend.get_contact_history()))
+    (ordered, first_a, last_a, history_a), (plain, first_b, last_b, history_b) = runs
+    assert not np.array_equal(ordered.perm, np.arange(setup.model.particle_count))
+    for name in ("positions", "velocities", "angular_velocities", "orientations"):
+        np.testing.assert_allclose(getattr(first_a, name), getattr(first_b, name), rtol=0, atol=1e-6)
+    np.testing.assert_allclose(last_a.positions, last_b.positions, rtol=0, atol=2e-4)
+    np.testing.assert_allclose(last_a.orientations, last_b.orientations, rtol=0, atol=5e-2)
+    assert np.abs(last_a.angular_velocities).max() > 0.1  # the grains turn
+    np.testing.assert_allclose(history_a["acceleration"], history_b["acceleration"], rtol=0,
+                               atol=0.05 * np.abs(history_b["acceleration"]).max())
+    assert history_a["wall_rolling"].shape == (setup.model.particle_count, 6, 3)
+    a, b = _by_pair(history_a, "pair_rolling"), _by_pair(history_b, "pair_rolling")
+    common = set(a) & set(b)
+    assert len(common) > 20 and any(np.any(np.asarray(a[key]) != 0.0) for key in common)
+    for key in common:
+        np.testing.assert_allclose(a[key], b[key], atol=2e-5)
+
+
+def test_frictionless_full_law_keeps_no_spring_rows(rng):
+    """Without friction or rolling resistance the full law keeps no pair or wall springs, and still
+    reports (zero) springs of the full shape."""
+    positions = rng.uniform([-0.2, -0.98, -0.2], [0.2, -0.6, 0.2], (300, 3))
+    setup = scene(positions, np.full(300, 0.018), gravity=(0.0, -9.81, 0.0), stiffness=2.0e4, dt=1e-4,
+                  cohesion=1.0e3)
+    backend = BackendCpu(setup.model)
+    backend.set_state(setup.state)
+    backend.step(200)
+    assert backend.full and backend.hist.shape[0] == 0 and backend.wall_hist.shape[1] == 0
+    assert backend.neighbors.pair_count > 0 and len(backend.contact_pairs()) > 0
+    history = backend.get_contact_history()
+    assert history["pair_spring"].shape == (0, 3)
+    assert history["wall_spring"].shape == (300, 6, 3) and not history["wall_spring"].any()
+
+
+def test_scenes_with_bonds_or_clumps_keep_particle_order():
+    """Bond and clump lists name particles by id: those scenes are not renumbered."""
+    from engine.model import Body, Domain, Gravity, Material
+    from engine.scene import setup_from_arrays
+
+    positions = np.array([[-0.01, 0.5, 0.0], [0.01, 0.5, 0.0], [0.3, 0.5, 0.0]], np.float32)
+    for kind in ("glued", "rigid"):
+        setup = setup_from_arrays(
+            positions=positions, radius=np.full(3, 0.01, np.float32), materials=(Material(friction=0.5),),
+            domain=Domain(lo=(-1, 0, -1), hi=(1, 1, 1)), gravity=Gravity(vector=(0.0, -9.81, 0.0)),
+            dt=1.0e-4, stiffness=1.0e4, object_id=np.array([0, 0, 1]), bodies=(Body(object_id=0, kind=kind),))
+        backend = BackendCpu(setup.model)
+        assert (backend.bonds is not None or backend.clumps is not None) and not backend.reorder
+        backend.set_state(setup.state)
+        backend.step(50)
+        assert np.array_equal(backend.perm, np.arange(3))

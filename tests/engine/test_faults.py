@@ -244,7 +244,7 @@ MANIFEST_EDITS = {
     "physics edited": (lambda m: m["physics"]["materials"][0].update(friction=0.9), "were edited"),
     "physics removed": (lambda m: m.pop("physics"), "no readable physics"),
     "physics broken": (lambda m: (m.pop("physics_digest"), m["physics"].pop("materials")), "cannot be read"),
-    "format version": (lambda m: m.update(format_version=2), "format version 1"),
+    "format version": (lambda m: m.update(format_version=3), "format version 1 or 2"),
     "frame digest": (lambda m: m["file_digests"].update({"frame_0002.ply": "0" * 64}), "frame_0002.ply' changed"),
     "inputs": (lambda m: m.update(inputs_digest="0" * 64), "The scene changed"),
     "engine": (lambda m: m.update(engine_digest="0" * 12), "another version of the engine"),

@@ -105,8 +105,10 @@ def test_energy_never_grows_with_damping(rng, gravity):
     assert previous < 0.9 * start or gravity[1] != 0.0
 
 
-def test_settled_pile_stays_at_rest(rng):
-    """Grains poured into a box settle into a bed that then stays put.
+@pytest.mark.parametrize("rotation,rolling", [(False, 0.0), (True, 0.1)])
+def test_settled_pile_stays_at_rest(rng, rotation, rolling):
+    """Grains poured into a box settle into a bed that then stays put (non-rotating, or rotating with
+    rolling resistance: free-rolling spheres keep creeping much longer).
 
     Friction is the regularised Coulomb law (no static spring), so a free slope creeps at about
     g·sinθ/(2ω); a confined bed must not move measurably.
@@ -115,7 +117,8 @@ def test_settled_pile_stays_at_rest(rng):
     g = np.stack(np.meshgrid(*[np.arange(6)] * 3, indexing="ij"), -1).reshape(-1, 3) * 2.4 * r + 2 * r
     positions = g + rng.uniform(-0.15 * r, 0.15 * r, g.shape)
     setup = scene(positions, rng.uniform(0.9 * r, r, len(g)), gravity=(0, -9.81, 0), lo=(0, 0, 0),
-                  hi=(0.07, 0.3, 0.07), restitution=0.3, friction=0.5, stiffness=2e4)
+                  hi=(0.07, 0.3, 0.07), restitution=0.3, friction=0.5, stiffness=2e4, rotation=rotation,
+                  integrator="verlet" if rotation else "euler", rolling_friction=rolling)
     backend = BackendCpu(setup.model)
     backend.set_state(setup.state)
     steps_per_second = int(1.0 / setup.model.physics.dt)
@@ -138,7 +141,7 @@ def test_block_on_slope_slides_only_beyond_friction_angle(angle_deg, slides):
     theta = math.radians(angle_deg)
     g = (9.81 * math.sin(theta), -9.81 * math.cos(theta), 0.0)
     setup = scene([[0.0, r, 0.0]], [r], gravity=g, lo=(-10, 0, -1), hi=(10, 1, 1),
-                  friction=mu, restitution=0.2, stiffness=1e5, dt=2e-5)
+                  friction=mu, restitution=0.2, stiffness=1e5, dt=2e-5, rotation=False)
     backend = BackendCpu(setup.model)
     backend.set_state(setup.state)
     backend.step(10000)  # 0.2 s: settle into the contact
