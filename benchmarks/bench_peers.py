@@ -76,7 +76,7 @@ def make_setup(positions: np.ndarray, radius: np.ndarray, velocities: np.ndarray
         domain=Domain(lo=(0.0, 0.0, 0.0), hi=(side, HEIGHT, side), wall_restitution=RESTITUTION,
                       wall_friction=0.0),
         gravity=Gravity(vector=(0.0, -9.81, 0.0)), dt=DT, stiffness=STIFFNESS, fps=25.0,
-        friction_model="damper", name="peers")
+        friction_model="damper", name="peers", rotation=False, integrator="euler")  # the paper's model, as measured
 
 
 def lattice(particles: int, rng: np.random.Generator) -> np.ndarray:
