@@ -15,12 +15,15 @@ dt = 40 µs, LAMMPS ``pair granular`` hooke + damping tsuji + tangential linear_
 Cases (LAMMPS): ``no_rotation`` (paper model / ``fix nve``), ``frictional`` (rotating, μ_r = 0),
 ``rolling_0.1`` and ``rolling_0.3`` (μ_r on grains and walls).
 
-Cohesion (LIGGGHTS 3.8, LAMMPS has no SJKR): the same pile, rotating, μ = 0.5, once without and once
-with SJKR cohesion c = 2 k/(2π R) between grains (twice the binding threshold of docs/physics.md;
-walls not cohesive, as Mochi's default wall_cohesion = 0). LIGGGHTS runs ``model hooke/stiffness
+Cohesion (LIGGGHTS 3.8, LAMMPS has no SJKR): the same pile, rotating, μ = 0.5, without cohesion and with
+SJKR cohesion c = 1.0 and 1.1 × k/(2π R_eff) between grains (R_eff = R/2, the binding threshold of
+docs/physics.md; walls not cohesive, as Mochi's default wall_cohesion = 0). LIGGGHTS runs ``model hooke/stiffness
 tangential history cohesion sjkr`` with kn, kt = 2/7 k, and gamman, gammat per radius-type pair (the
 approach of ``benchmarks/peers/liggghts_input.py``: LIGGGHTS damps with gamma·m_eff, so the grains are
 split into radius types and each pair gets 2β√(k/m̄_eff), gammat = √(2/7) gamman).
+
+Beds (``bed_liggghts_*``): the 2,500-grain bed of ``benchmarks/physics_peers.py`` settled in its closed box,
+rotating, μ = 0.5, without and with cohesion 1.1 c*, Mochi vs LIGGGHTS, read by its ``bed_metrics``.
 
 Run: ``PYTHONPATH=. python benchmarks/physics_repose.py [--cases ...]`` → JSON in
 benchmarks/results/physics_repose.json and a Markdown table on stdout (docs/physics.md).
@@ -50,10 +53,12 @@ LENGTH = 0.15          # box length along x [m]; the +x side is open
 WIDTH = 0.04           # box width along y [m] (8 diameters, walls on both sides)
 HEIGHT = 0.30          # box height [m]
 COLUMN = 0.06          # column length along x [m]
-STEPS = 30000          # 1.2 s
+STEPS = 50000          # 2 s
 FRICTION = 0.5
-#: SJKR cohesion of the cohesive case [Pa]: twice k/(2π R), the threshold where a linear spring binds.
-COHESION = 2.0 * STIFFNESS / (2.0 * math.pi * RADIUS)
+#: k/(2π R_eff) [Pa] for two mean grains (R_eff = R/2): the SJKR cohesion above which a linear spring binds
+#: (docs/physics.md). 1.5 × this makes grains snap into each other faster than dt resolves (Mochi stops
+#: with SimulationDiverged), so the cohesive cases sit at 1.0 × and 1.1 ×.
+COHESION_THRESHOLD = STIFFNESS / (2.0 * math.pi * 0.5 * RADIUS)
 
 
 def column_state(count: int, seed: int = 2):
@@ -78,7 +83,8 @@ def rolling_damping(radii) -> float:
     return 2.0 * damping_ratio(RESTITUTION) * math.sqrt(0.5 * mass * 2.0 / 7.0 * STIFFNESS)
 
 
-def run_mochi(positions, radii, velocities, *, rolling, rotation, cohesion=0.0, steps=STEPS):
+def run_mochi(positions, radii, velocities, *, rolling, rotation, cohesion=0.0, steps=STEPS,
+              box=(LENGTH, WIDTH, HEIGHT), open_sides=("+x",)):
     """Mochi CPU backend; returns (positions of the grains still in the box (m, 3), their radii, seconds)."""
     from engine.backends.cpu import BackendCpu
     from engine.model import Domain, Gravity, Material
@@ -86,7 +92,7 @@ def run_mochi(positions, radii, velocities, *, rolling, rotation, cohesion=0.0, 
 
     material = Material(density=DENSITY, restitution=RESTITUTION, friction=FRICTION, rolling_friction=rolling,
                         cohesion=cohesion)
-    domain = Domain(lo=(0, 0, 0), hi=(LENGTH, WIDTH, HEIGHT), open_sides=("+x",), wall_restitution=RESTITUTION,
+    domain = Domain(lo=(0, 0, 0), hi=tuple(box), open_sides=tuple(open_sides), wall_restitution=RESTITUTION,
                     wall_friction=FRICTION, wall_rolling_friction=rolling)
     setup = setup_from_arrays(positions=positions, radius=radii, velocities=velocities, materials=(material,),
                               domain=domain, gravity=Gravity(vector=(0.0, 0.0, -9.81)), dt=DT, stiffness=STIFFNESS,
@@ -101,12 +107,13 @@ def run_mochi(positions, radii, velocities, *, rolling, rotation, cohesion=0.0, 
     return (state.positions[keep].astype(np.float64), setup.model.radius[keep].astype(np.float64), elapsed)
 
 
-def _box_data(folder: Path, positions, radii, velocities, types=None, type_count=None):
+def _box_data(folder: Path, positions, radii, velocities, types=None, type_count=None, box=(LENGTH, WIDTH, HEIGHT),
+              open_x=True):
     # The box ends at the open side (grains leaving through it are lost) and has a margin elsewhere.
     pad = 0.01
     write_sphere_data(folder / "data.txt", positions, radii, np.full(len(radii), DENSITY), (-pad, -pad, -pad),
-                      (LENGTH, WIDTH + pad, HEIGHT + pad), velocities=velocities, material_index=types,
-                      type_count=type_count)
+                      (box[0] + (0.0 if open_x else pad), box[1] + pad, box[2] + pad), velocities=velocities,
+                      material_index=types, type_count=type_count)
 
 
 def lammps_script(*, rolling, gamma_roll, rotation, steps=STEPS) -> str:
@@ -140,8 +147,8 @@ def run_lammps(positions, radii, velocities, folder: Path, **kwargs):
 # Separate from benchmarks/peers/liggghts_input.py (branch issue19, frictionless, no cohesion), whose
 # radius-type approach to LIGGGHTS' mass-scaled damping it reuses through radius_types/type_masses.
 
-def liggghts_script(radii, *, cohesion, steps=STEPS) -> tuple[str, np.ndarray]:
-    """(input script, 0-based radius type of each grain) for the frictional (+ cohesive) pile."""
+def liggghts_script(radii, *, cohesion, steps=STEPS, box=(LENGTH, WIDTH, HEIGHT), open_x=True) -> tuple[str, np.ndarray]:
+    """(input script, 0-based radius type of each grain) for the frictional (+ cohesive) pile or bed."""
     from benchmarks.peers.liggghts_input import RADIUS_TYPES, radius_types, type_masses
     from engine.contact_law import damping_ratio
 
@@ -169,9 +176,10 @@ def liggghts_script(radii, *, cohesion, steps=STEPS) -> tuple[str, np.ndarray]:
     if cohesion > 0:
         props.append(table("cohesionEnergyDensity", coh))
         model += " cohesion sjkr"
-    walls = [f"fix w_{a}{s} all wall/gran {model} primitive type {n} {a}plane {p!r}"
-             for a, s, p in (("x", "lo", 0.0), ("y", "lo", 0.0), ("y", "hi", WIDTH), ("z", "lo", 0.0),
-                             ("z", "hi", HEIGHT))]
+    planes = [("x", "lo", 0.0), ("x", "hi", box[0]), ("y", "lo", 0.0), ("y", "hi", box[1]), ("z", "lo", 0.0),
+              ("z", "hi", box[2])]
+    walls = [f"fix w_{a}{s} all wall/gran {model} primitive type {n} {a}plane {float(p)!r}"
+             for a, s, p in planes if not (open_x and a == "x" and s == "hi")]
     lines = ["units si", "atom_style granular", "atom_modify map array", "boundary f f f", "newton off",
              "communicate single vel yes", "read_data data.txt", f"neighbor {0.4 * RADIUS!r} bin",
              "neigh_modify delay 0", *props, f"pair_style gran {model}", "pair_coeff * *", *walls,
@@ -181,12 +189,14 @@ def liggghts_script(radii, *, cohesion, steps=STEPS) -> tuple[str, np.ndarray]:
     return "\n".join(lines) + "\n", types
 
 
-def run_liggghts(positions, radii, velocities, folder: Path, *, cohesion):
+def run_liggghts(positions, radii, velocities, folder: Path, *, cohesion, steps=STEPS, box=(LENGTH, WIDTH, HEIGHT),
+                 open_x=True):
     folder.mkdir(parents=True, exist_ok=True)
-    script, types = liggghts_script(radii, cohesion=cohesion)
+    script, types = liggghts_script(radii, cohesion=cohesion, steps=steps, box=box, open_x=open_x)
     from benchmarks.peers.liggghts_input import RADIUS_TYPES
 
-    _box_data(folder, positions, radii, velocities, types=types, type_count=RADIUS_TYPES + 1)
+    _box_data(folder, positions, radii, velocities, types=types, type_count=RADIUS_TYPES + 1, box=box,
+              open_x=open_x)
     run = run_peer("liggghts", script, folder, threads=1)
     # LIGGGHTS' write_dump has no 'modify sort'; read the header's column names.
     lines = (folder / "final.dump").read_text().splitlines()
@@ -223,7 +233,8 @@ def repose_angle(positions, radii) -> dict:
 
 
 def pile_metrics(positions, radii) -> dict:
-    """Angle of repose plus the mean coordination of the grains (contacts counted on overlap)."""
+    """Angle of repose plus the run-out (99th percentile of the grains' front x + r [m]), the mean
+    coordination (contacts counted on overlap) and the mean overlap of touching pairs over the mean radius."""
     from scipy.spatial import cKDTree
 
     x = np.asarray(positions, np.float64)
@@ -233,7 +244,8 @@ def pile_metrics(positions, radii) -> dict:
     touching = pairs[dist <= r[pairs[:, 0]] + r[pairs[:, 1]]]
     contacts = np.bincount(touching.ravel(), minlength=len(x))
     overlap = (r[touching[:, 0]] + r[touching[:, 1]] - np.linalg.norm(x[touching[:, 0]] - x[touching[:, 1]], axis=1))
-    return {**repose_angle(x, r), "coordination": round(float(contacts.mean()), 3),
+    return {**repose_angle(x, r), "runout_m": round(float(np.percentile(x[:, 0] + r, 99)), 4),
+            "coordination": round(float(contacts.mean()), 3),
             "mean_overlap_over_radius": round(float(overlap.mean() / RADIUS), 4) if len(overlap) else 0.0}
 
 
@@ -243,13 +255,17 @@ LAMMPS_CASES = {
     "rolling_0.1": dict(rolling=0.1, rotation=True),
     "rolling_0.3": dict(rolling=0.3, rotation=True),
 }
-LIGGGHTS_CASES = {"liggghts_frictional": 0.0, "liggghts_cohesive": COHESION}
+LIGGGHTS_CASES = {"liggghts_frictional": 0.0, "liggghts_cohesion_1.0": COHESION_THRESHOLD,
+                  "liggghts_cohesion_1.1": 1.1 * COHESION_THRESHOLD}
+#: Beds of benchmarks/physics_peers.py (2,500 grains settled in its closed box, rotating, μ = 0.5) with and
+#: without cohesion, Mochi vs LIGGGHTS: packing fraction, coordination and bed height by its bed_metrics.
+BED_CASES = {"bed_liggghts_frictional": 0.0, "bed_liggghts_cohesion_1.1": 1.1 * COHESION_THRESHOLD}
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--particles", type=int, default=2000)
-    parser.add_argument("--cases", nargs="*", default=[*LAMMPS_CASES, *LIGGGHTS_CASES])
+    parser.add_argument("--cases", nargs="*", default=[*LAMMPS_CASES, *LIGGGHTS_CASES, *BED_CASES])
     parser.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "physics_repose.json"))
     args = parser.parse_args(argv)
     positions, radii, velocities = column_state(args.particles)
@@ -257,7 +273,7 @@ def main(argv=None) -> int:
     out = Path(args.out)
     results = json.loads(out.read_text()) if out.exists() else {}
     results.update({"particles": args.particles, "dt": DT, "stiffness": STIFFNESS, "restitution": RESTITUTION,
-                    "friction": FRICTION, "steps": STEPS, "cohesion_pa": round(COHESION, 1),
+                    "friction": FRICTION, "steps": STEPS, "cohesion_threshold_pa": round(COHESION_THRESHOLD, 1),
                     "box_m": [LENGTH, WIDTH, HEIGHT], "column_m": COLUMN})
     results.setdefault("cases", {})
     work = Path(tempfile.mkdtemp(prefix="mochi_repose_"))
@@ -268,6 +284,18 @@ def main(argv=None) -> int:
             px, pr, ps = run_lammps(positions, radii, velocities, work / name, gamma_roll=gamma_roll, **case)
             entry = {"mochi": {**pile_metrics(mx, mr), "seconds": round(ms, 1)},
                      "lammps": {**pile_metrics(px, pr), "seconds": round(ps, 1)}}
+        elif name in BED_CASES:
+            from benchmarks import physics_peers as bed
+
+            cohesion = BED_CASES[name]
+            bx, br, bv = bed.initial_state(2500)
+            box = (bed.SIDE, bed.SIDE, bed.HEIGHT)
+            common = dict(cohesion=cohesion, steps=bed.SETTLE_STEPS, box=box)
+            mx, mr, ms = run_mochi(bx, br, bv, rolling=0.0, rotation=True, open_sides=(), **common)
+            px, pr, ps = run_liggghts(bx, br, bv, work / name, open_x=False, **common)
+            entry = {"cohesion_pa": round(cohesion, 1), "particles": 2500, "steps": bed.SETTLE_STEPS,
+                     "mochi": {**bed.bed_metrics(mx, mr), "seconds": round(ms, 1)},
+                     "liggghts": {**bed.bed_metrics(px, pr), "seconds": round(ps, 1)}}
         else:
             cohesion = LIGGGHTS_CASES[name]
             mx, mr, ms = run_mochi(positions, radii, velocities, rolling=0.0, rotation=True, cohesion=cohesion)
@@ -284,14 +312,22 @@ def main(argv=None) -> int:
 
 
 def markdown(results) -> str:
-    lines = ["| case | code | angle of repose [°] | height at wall [mm] | grains left | coordination |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| case | code | angle of repose [°] | height at wall [mm] | run-out [mm] | grains left | "
+             "coordination | mean overlap / R |", "|---|---|---|---|---|---|---|---|"]
     for name, entry in results["cases"].items():
         for code in ("mochi", "lammps", "liggghts"):
-            if code in entry:
+            if code in entry and "angle_deg" in entry[code]:
                 m = entry[code]
                 lines.append(f"| {name} | {code} | {m['angle_deg']:.1f} | {1000 * m.get('height_at_wall_m', 0):.1f} | "
-                             f"{m['grains']} | {m['coordination']:.2f} |")
+                             f"{1000 * m['runout_m']:.1f} | {m['grains']} | {m['coordination']:.2f} | "
+                             f"{m['mean_overlap_over_radius']:.3f} |")
+    lines += ["", "| bed | code | packing fraction | coordination | bed height [mm] |", "|---|---|---|---|---|"]
+    for name, entry in results["cases"].items():
+        for code in ("mochi", "liggghts"):
+            if code in entry and "packing_fraction" in entry[code]:
+                m = entry[code]
+                lines.append(f"| {name} | {code} | {m['packing_fraction']:.3f} | {m['coordination']:.2f} | "
+                             f"{1000 * m['bed_height_m']:.1f} |")
     return "\n".join(lines)
 
 
