@@ -140,7 +140,8 @@ class Physics:
         steps_per_frame: Steps between two cached frames.
         fps: Frames per second of the cache (playback rate) [1/s].
         rebuild_interval: Steps between two full rebuilds of the collision structure (paper §4.2.4);
-            in between it is refit (GPU BVH) or reused with a skin (CPU Verlet list).
+            in between it is refit (GPU BVH). The CPU Verlet list sizes its skin for this many steps
+            of motion and is rebuilt when a grain has moved half the skin.
         speed_limit: A particle faster than this is runaway energy and stops the run [m/s].
         seed: Seed of every random choice made while setting up the scene.
         friction_model: 'spring' (tangential spring with history, capped by Coulomb: static

@@ -1,21 +1,24 @@
 """CPU backend: numba kernels over a Verlet list with an adaptive skin.
 
-The paper's maintenance policy (§4.2.4: refit every step, rebuild every n steps) maps onto the Verlet
-list this way: the list of pairs closer than r_i + r_j + skin is rebuilt every ``rebuild_interval``
-steps, and reused in between (the CPU's 'refit'). The skin is chosen at each build to cover the motion
-expected over the interval, capped so the list stays small in dense packings; if any particle still
-moves more than half the skin the list is rebuilt early, so the contacts found are always exactly the
-colliding pairs. The list is also rebuilt at every frame boundary (``begin_frame``), which makes a bake
-resumed from a cached frame bit-identical to an uninterrupted one.
+The list of pairs closer than r_i + r_j + skin (engine.backends.cpu_neighbors) is reused until some
+particle has moved more than half the skin since the build, then rebuilt: the contacts found are always
+exactly the colliding pairs, and a pile at rest keeps its list for many steps. The skin is chosen at
+each build to cover the motion expected over ``rebuild_interval`` steps, capped so the list stays small
+in dense packings. The list is also rebuilt at every frame boundary (``begin_frame``), which makes a
+bake resumed from a cached frame bit-identical to an uninterrupted one.
+
+Spatial reorder: at each build the particles are renumbered in cell order ("slots"), so neighbours
+sit close in memory. Every per-particle array the step loop touches is held in slot order and listed
+once in ``BackendCpu.PER_PARTICLE``; ``_reorder`` permutes them all and the pair history (tangential
+and rolling springs) follows through ``remap_history``. Everything leaving the backend (``get_state``,
+contacts, contact history) is translated back to particle ids, so the renumbering is invisible
+outside. Scenes with colliders keep id order (the colliders hold per-particle history of their own),
+and so do scenes with glue bonds or rigid clumps (their lists name particles by id; see
+``BackendCpu.__init__``).
 
 Two step paths: the paper's model (``Physics.rotation`` false, integrator 'euler', no rolling resistance
 or cohesion) runs the original kernels and keeps its bits; everything else runs the full law
 (``pair_forces_full``, ``kick``, and ``drift`` for velocity Verlet), see docs/physics.md.
-
-Per-particle arrays a reorder of the particles must permute together: the state's positions,
-velocities, active, angular_velocities and orientations; the model's per-particle arrays; and here
-``wall_hist``, ``wall_touch``, ``pos_ref``, ``acc`` and ``alpha`` (the Verlet accelerations); glue bonds
-name particles by index (``model.bonds.pairs`` and ``bond_rows``), so a reorder must renumber them.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import time
 import numpy as np
 
 from . import cpu_kernels as k
+from .cpu_neighbors import NeighborListCpu
 from .base import Backend, StepTimings
 from ..bonds import bond_rows, bonds_per_particle
 from ..contact_law import cohesion_tables, pair_tables, rolling_tables, wall_tables
@@ -45,63 +49,22 @@ SKIN_SAFETY = 1.2
 SINGLE_THREAD_BELOW = 20_000
 
 
-class NeighborListCpu:
-    """The Verlet half list and its transpose (arrays described in ``cpu_kernels``)."""
-
-    def __init__(self, particle_count: int):
-        self.nbr_start = np.zeros(particle_count + 1, np.int64)
-        self.nbr_j = np.zeros(0, np.int32)
-        self.rev_start = np.zeros(particle_count + 1, np.int64)
-        self.rev_pair = np.zeros(0, np.int64)
-        self.skin = 0.0
-        self.cell_of = np.zeros(particle_count, np.int64)
-        self.counts = np.zeros(particle_count, np.int64)
-
-    def build(self, pos: np.ndarray, radius: np.ndarray, active: np.ndarray, skin: float) -> None:
-        """Rebuild for cut-off r_i + r_j + ``skin`` [m] through a uniform cell grid."""
-        n = pos.shape[0]
-        lo, hi, count = k.active_bounds(pos, active)
-        self.skin = skin
-        if count == 0:
-            self.nbr_start[:] = 0
-            self.nbr_j = np.zeros(0, np.int32)
-            self.rev_start[:] = 0
-            self.rev_pair = np.zeros(0, np.int64)
-            return
-        r_max = float(radius[active.astype(bool)].max()) if count < n else float(radius.max())
-        cell = 2.0 * r_max + skin
-        extent = np.maximum(hi - lo, 0.0)
-        # Keep the grid at most ~2 cells per particle; larger cells stay correct, only slower.
-        cell = max(cell, float(np.prod(extent + cell) / (2.0 * count + 8.0)) ** (1.0 / 3.0))
-        dims = np.floor(extent / cell).astype(np.int64) + 3  # +2: an empty cell of padding on each side
-        k.assign_cells(pos, active, lo, 1.0 / cell, dims, self.cell_of)
-        cell_start, cell_order = k.counting_sort(self.cell_of, int(np.prod(dims)))
-        offsets = k.neighbour_offsets(dims)
-        m = cell_order.shape[0]
-        spos, srad, scell = np.empty((m, 3), np.float32), np.empty(m, np.float32), np.empty(m, np.int64)
-        k.gather_sorted(pos, radius, self.cell_of, cell_order, spos, srad, scell)
-        self.counts[:] = 0
-        k.count_candidates(spos, srad, scell, cell_order, cell_start, offsets, skin, self.counts)
-        self.nbr_start[0] = 0
-        np.cumsum(self.counts, out=self.nbr_start[1:])
-        self.nbr_j = np.empty(int(self.nbr_start[-1]), np.int32)
-        k.fill_candidates(spos, srad, scell, cell_order, cell_start, offsets, skin, self.nbr_start, self.nbr_j)
-        self.rev_start, self.rev_pair = k.transpose_pairs(self.nbr_j, n)
-
-    @property
-    def pair_count(self) -> int:
-        return int(self.nbr_j.shape[0])
-
-    def pairs(self) -> tuple[np.ndarray, np.ndarray]:
-        """(i, j) of every list entry, int32 arrays of length pair_count."""
-        i = np.repeat(np.arange(self.nbr_start.shape[0] - 1, dtype=np.int32), np.diff(self.nbr_start))
-        return i, self.nbr_j
-
-
 class BackendCpu(Backend):
-    """Multi-threaded CPU backend (numba). See the module docstring for the neighbour policy."""
+    """Multi-threaded CPU backend (numba). See the module docstring for the neighbour policy and the
+    slot order."""
 
     name = "cpu"
+
+    #: Every per-particle array the step loop keeps across steps, in slot order: ``_reorder`` permutes
+    #: exactly these (first axis). A new one (angular velocity, orientation, ...) is an attribute
+    #: listed here, set in id order by ``_reset_slots`` (static, from the model) or ``set_state``, and
+    #: translated back with ``_to_ids`` wherever it leaves the backend. Arrays rewritten from scratch
+    #: at every step or build (force, torque, pos_ref) need not be listed. Per-pair history parallel
+    #: to ``hist`` (P, 6) follows through ``remap_history``; data holding particle indices (bond or
+    #: clump members) must store slots and be renumbered in ``_reorder`` through ``new_to_old``'s
+    #: inverse, or set ``self.reorder = False`` as colliders, glue bonds and rigid clumps do.
+    PER_PARTICLE = ("pos", "vel", "omega", "quat", "active", "radius", "mass", "material", "clump_of",
+                    "wall_hist", "wall_touch", "acc", "alpha", "perm")
 
     def __init__(self, model: Model):
         super().__init__(model)
@@ -135,7 +98,6 @@ class BackendCpu(Backend):
         self.full = self.rotation or not self.euler or self.rolling or bool(self.cohesion.any()) \
             or bool(self.wall_cohesion.any()) or self.bonds is not None or model.clumps is not None
         self.clumps = model.clumps
-        self.clump_of = model.clumps.clump if model.clumps is not None else np.full(n, -1, np.int32)
         if self.clumps is not None:
             c = self.clumps.count
             # Rigid-body state per clump: centre X, velocity V, angular momentum L, orientation q, and the
@@ -150,39 +112,78 @@ class BackendCpu(Backend):
         if not self.rotation:
             self.roll[:] = 0.0
             self.wall_roll[:] = 0.0
+        # Springs (tangential or rolling) need per-contact history; without them hist and wall_hist
+        # have no rows and the kernels never touch them.
         self.keep_hist = self.spring or self.rolling
+        # Not renumbered: scenes with colliders (per-particle history of their own, in id order), and
+        # scenes with glue bonds or rigid clumps: their lists (model.bonds.pairs, bond_rows,
+        # clumps.members, bonds_per_particle) name particles by id, and renumbering them at every build
+        # is left undone; the slots then stay the particle ids and those lists are used as they are.
+        self.reorder = model.colliders is None and self.bonds is None and self.clumps is None
         # Per list entry: tangential spring ξ (columns 0–2) and rolling spring ξ_r (3–5) [m].
         self.hist = np.zeros((0, 6), np.float64)
-        self.wall_hist = np.zeros((n, 6, 6), np.float64)  # the same per particle and wall side [m]
         self.torque = np.zeros((n, 3), np.float64)
         self.pair_torque = np.zeros((0, 6), np.float64)
-        self.acc = np.zeros((n, 3), np.float64)    # Verlet: acceleration of the last step [m/s²]
-        self.alpha = np.zeros((n, 3), np.float64)  # Verlet: angular acceleration of the last step [rad/s²]
         self.primed = False  # Verlet: acc/alpha hold the accelerations of the current state
-        self.wall_touch = np.zeros(n, np.uint8)  # bit s set: particle touches wall side s
         self.pos_ref = np.zeros((n, 3), np.float32)
-        self.state: State | None = None
+        self.step_index = 0
+        self._reset_slots()
+        self.pos = self.vel = self.active = self.omega = self.quat = None
         self._restored = None
         self.needs_build = True
-        self.steps_since_build = 0
         self.r_min = float(model.radius.min())
         self.r_max = float(model.radius.max())
+
+    def _reset_slots(self) -> None:
+        """Slot s holds particle s again: model arrays copied, histories cleared."""
+        m = self.model
+        n = m.particle_count
+        self.perm = np.arange(n, dtype=np.int64)  # slot → particle id
+        self.radius = m.radius.copy()
+        self.mass = m.mass.copy()
+        self.material = m.material_index.copy()
+        self.clump_of = m.clumps.clump.copy() if m.clumps is not None else np.full(n, -1, np.int32)
+        # ξ and ξ_r per particle and wall side [m]; no rows without springs (the kernels never touch it
+        # then), which saves 288 bytes per particle.
+        self.wall_hist = np.zeros((n, 6 if self.keep_hist else 0, 6), np.float64)
+        self.wall_touch = np.zeros(n, np.uint8)  # bit s set: particle touches wall side s
+        self.acc = np.zeros((n, 3), np.float64)    # Verlet: acceleration of the last step [m/s²]
+        self.alpha = np.zeros((n, 3), np.float64)  # Verlet: angular acceleration of the last step [rad/s²]
+
+    def _reorder(self, order: np.ndarray) -> None:
+        """Renumber the slots: new slot s holds what old slot ``order[s]`` held, in every array of
+        ``PER_PARTICLE`` (the one place that knows them all)."""
+        for name in self.PER_PARTICLE:
+            setattr(self, name, np.ascontiguousarray(getattr(self, name)[order]))
+
+    def _to_ids(self, per_slot: np.ndarray) -> np.ndarray:
+        """A per-slot array (first axis) in particle-id order."""
+        out = np.empty_like(per_slot)
+        out[self.perm] = per_slot
+        return out
 
     def describe_device(self) -> str:
         import numba
 
         return f"cpu (numba {numba.__version__}, {numba.get_num_threads()} threads of {os.cpu_count()} cores)"
 
+    @property
+    def state(self) -> State:
+        """The current state in particle-id order, local coordinates (a copy)."""
+        return State(self._to_ids(self.pos), self._to_ids(self.vel), self._to_ids(self.active), self.step_index,
+                     self._to_ids(self.omega), self._to_ids(self.quat))
+
     def set_state(self, state: State) -> None:
-        self.state = state.copy()
-        self.state.positions = world_to_local(state.positions, self.origin)
+        self._reset_slots()
+        self.pos = world_to_local(state.positions, self.origin).astype(np.float32, copy=True)
+        self.vel = state.velocities.astype(np.float32, copy=True)
+        self.active = state.active.astype(np.uint8, copy=True)
+        self.omega = state.angular_velocities.astype(np.float32, copy=True)
+        self.quat = state.orientations.astype(np.float32, copy=True)
+        self.step_index = state.step
         self.needs_build = True
         self.neighbors = NeighborListCpu(self.model.particle_count)
         self.hist = np.zeros((0, 6), np.float64)
-        self.wall_hist[:] = 0.0
-        self.wall_touch[:] = 0
-        self.acc[:] = 0.0
-        self.alpha[:] = 0.0
         self.primed = False
         if self.bonds is not None:
             self.bond_shear[:] = 0.0
@@ -194,44 +195,48 @@ class BackendCpu(Backend):
 
     def _clumps_from_state(self) -> None:
         """Rigid-body state of each clump from its members (centre of mass, momentum, angular momentum
-        about the centre; orientation identity: the body frame is the frame of the initial positions)."""
-        s, m, c = self.state, self.model, self.clumps
-        mass = m.mass.astype(np.float64)
-        x = s.positions.astype(np.float64)
-        v = s.velocities.astype(np.float64)
+        about the centre; orientation identity: the body frame is the frame of the initial positions).
+        Slots are particle ids here (no reorder with clumps)."""
+        c = self.clumps
+        mass = self.mass.astype(np.float64)
+        x = self.pos.astype(np.float64)
+        v = self.vel.astype(np.float64)
         for index in range(c.count):
             members = c.members[c.start[index]:c.start[index + 1]]
             w = mass[members, None]
             centre = (w * x[members]).sum(axis=0) / c.mass[index]
             self.body["centre"][index] = centre
             self.body["velocity"][index] = (w * v[members]).sum(axis=0) / c.mass[index]
-            spin = 0.4 * w * m.radius[members, None].astype(np.float64) ** 2 * s.angular_velocities[members]
+            spin = 0.4 * w * self.radius[members, None].astype(np.float64) ** 2 * self.omega[members]
             self.body["momentum"][index] = (np.cross(x[members] - centre, w * v[members]) + spin).sum(axis=0)
         self.body["orientation"][:] = (1.0, 0.0, 0.0, 0.0)
         self.body["force"][:] = 0.0
         self.body["torque"][:] = 0.0
 
     def _clump_step(self, phase: int) -> float:
-        m, s, c = self.model, self.state, self.clumps
-        b = self.body
+        c, b = self.clumps, self.body
         return k.clump_step(phase, c.start, c.members, c.offset, c.mass, c.inertia_inv, b["centre"], b["velocity"],
-                            b["momentum"], b["orientation"], b["force"], b["torque"], s.positions, s.velocities,
-                            s.angular_velocities, s.orientations, self.acc, self.alpha, m.mass, m.radius,
-                            m.physics.dt, self.pos_ref)
+                            b["momentum"], b["orientation"], b["force"], b["torque"], self.pos, self.vel,
+                            self.omega, self.quat, self.acc, self.alpha, self.mass, self.radius,
+                            self.model.physics.dt, self.pos_ref)
 
     def get_contact_history(self) -> dict[str, np.ndarray]:
-        """Tangential springs of the current contacts, for exact resume: pair i, j (int32), pair
-        spring (P, 3) and wall springs (n, 6, 3) [m]."""
+        """Contact state for exact resume, in particle ids: pair i, j (int32, i the row's particle),
+        pair spring (P, 3) and wall springs (n, 6, 3) [m]; with rolling resistance the rolling springs
+        too, with Verlet the stored accelerations, and the bond and clump states."""
         i, j = self.neighbors.pairs()
-        keep = np.any(self.hist != 0.0, axis=1) if self.hist.shape[0] else np.zeros(0, bool)
-        history = {"pair_i": i[keep], "pair_j": j[keep], "pair_spring": self.hist[keep, :3],
-                   "wall_spring": self.wall_hist[:, :, :3].copy()}
+        n = self.model.particle_count
+        keep = np.any(self.hist != 0.0, axis=1) if self.hist.shape[0] else np.zeros(i.shape[0], bool)
+        hist = self.hist[keep] if self.hist.shape[0] else np.zeros((0, 6), np.float64)
+        wall = self._to_ids(self.wall_hist) if self.keep_hist else np.zeros((n, 6, 6), np.float64)
+        history = {"pair_i": self.perm[i[keep]].astype(np.int32), "pair_j": self.perm[j[keep]].astype(np.int32),
+                   "pair_spring": hist[:, :3].copy(), "wall_spring": wall[:, :, :3].copy()}
         if self.rolling:
-            history["pair_rolling"] = self.hist[keep, 3:]
-            history["wall_rolling"] = self.wall_hist[:, :, 3:].copy()
+            history["pair_rolling"] = hist[:, 3:].copy()
+            history["wall_rolling"] = wall[:, :, 3:].copy()
         if self.full and not self.euler and self.primed:
-            history["acceleration"] = self.acc.copy()
-            history["angular_acceleration"] = self.alpha.copy()
+            history["acceleration"] = self._to_ids(self.acc)
+            history["angular_acceleration"] = self._to_ids(self.alpha)
         if self.bonds is not None:
             history["bond_shear"] = self.bond_shear.copy()
             history["bond_intact"] = self.bond_intact.copy()
@@ -242,19 +247,23 @@ class BackendCpu(Backend):
         return history
 
     def set_contact_history(self, history: dict[str, np.ndarray]) -> None:
-        """Restore what ``get_contact_history`` returned (call after ``set_state``)."""
+        """Restore what ``get_contact_history`` returned (call after ``set_state``: slots = ids then)."""
         n = self.model.particle_count
         start = np.zeros(n + 1, np.int64)
         np.cumsum(np.bincount(history["pair_i"], minlength=n), out=start[1:])
         order = np.argsort(history["pair_i"], kind="stable")
         pair = np.zeros((order.shape[0], 6), np.float64)
         pair[:, :3] = history["pair_spring"][order]
-        self.wall_hist[:] = 0.0
-        self.wall_hist[:, :, :3] = history["wall_spring"]
         if "pair_rolling" in history:
             pair[:, 3:] = history["pair_rolling"][order]
-            self.wall_hist[:, :, 3:] = history["wall_rolling"]
         self._restored = (start, history["pair_j"][order].astype(np.int32), pair)
+        if self.keep_hist:
+            self.wall_hist[:] = 0.0
+            self.wall_hist[:, :, :3] = history["wall_spring"]
+            if "wall_rolling" in history:
+                self.wall_hist[:, :, 3:] = history["wall_rolling"]
+            live = np.any(self.wall_hist != 0.0, axis=2)  # (n, 6)
+            self.wall_touch[:] = (live * (1 << np.arange(6))).sum(axis=1).astype(np.uint8)
         if self.clumps is not None and "clump_centre" in history:
             for name in self.body:
                 self.body[name][:] = history[f"clump_{name}"]
@@ -265,15 +274,13 @@ class BackendCpu(Backend):
             self.acc[:] = history["acceleration"]
             self.alpha[:] = history["angular_acceleration"]
             self.primed = True
-        live = np.any(self.wall_hist != 0.0, axis=2)  # (n, 6)
-        self.wall_touch[:] = (live * (1 << np.arange(6))).sum(axis=1).astype(np.uint8)
         if self.model.colliders is not None:
             self.model.colliders.set_history(history)
 
     def get_state(self) -> State:
-        state = self.state.copy()
-        state.positions = local_to_world(self.state.positions, self.origin)
-        if self.bonds is not None:
+        state = self.state
+        state.positions = local_to_world(state.positions, self.origin)
+        if self.bonds is not None:  # slots are particle ids (no reorder with bonds)
             state.bonds = bonds_per_particle(self.bonds, self.bond_intact, self.model.particle_count)
         return state
 
@@ -281,8 +288,8 @@ class BackendCpu(Backend):
         """Force a rebuild at a frame boundary and round local positions to what the cache frame holds
         (see the module docstring and engine.local_origin: exact resume)."""
         self.needs_build = True
-        if self.state is not None and self.origin.any():
-            self.state.positions[:] = round_to_world(self.state.positions, self.origin)
+        if self.pos is not None and self.origin.any():
+            self.pos[:] = round_to_world(self.pos, self.origin)
 
     def _acceleration(self, step: int) -> np.ndarray:
         physics = self.model.physics
@@ -290,44 +297,51 @@ class BackendCpu(Backend):
         return physics.gravity.at(t) + uniform_acceleration(physics.fields, t)
 
     def _choose_skin(self, accel: np.ndarray) -> float:
-        """Skin [m] covering the motion over one rebuild interval, capped by the candidate budget."""
+        """Skin [m] covering the motion over ``rebuild_interval`` steps, capped by the candidate budget."""
         physics = self.model.physics
-        s = self.state
         horizon = physics.rebuild_interval * physics.dt
-        v_max = math.sqrt(k.max_speed_squared(s.velocities, s.active))
+        v_max = math.sqrt(k.max_speed_squared(self.vel, self.active))
         motion = 2.0 * SKIN_SAFETY * (v_max * horizon + 0.5 * float(np.linalg.norm(accel)) * horizon ** 2)
-        lo, hi, count = k.active_bounds(s.positions, s.active)
+        lo, hi, count = k.active_bounds(self.pos, self.active)
         volume = float(np.prod(np.maximum(hi - lo, 2.0 * self.r_max)))
         density = max(count, 1) / volume
         # Half list: candidates ≈ ½ · density · 4/3 π (2 r_max + skin)³.
         budget = (6.0 * CANDIDATES_PER_PARTICLE / (4.0 * math.pi * density)) ** (1.0 / 3.0) - 2.0 * self.r_max
-        # At least half a radius where the budget allows: slow starts then rebuild on schedule, not
-        # every few steps because the motion estimate was tiny.
+        # At least half a radius where the budget allows: slow starts then rebuild rarely, not every
+        # few steps because the motion estimate was tiny.
         floor = max(min(budget, 0.5 * self.r_max), 0.05 * self.r_min)
         return max(min(motion, budget), floor)
 
     def _build(self, accel: np.ndarray) -> None:
-        s = self.state
-        old_start, old_j = self.neighbors.nbr_start.copy(), self.neighbors.nbr_j
+        nb = self.neighbors
+        old_start, old_j = nb.nbr_start.copy(), nb.nbr_j
         old_hist = self.hist
-        if getattr(self, "_restored", None) is not None:
+        if self._restored is not None:
             (old_start, old_j, old_hist), self._restored = self._restored, None
-        self.neighbors.build(s.positions, self.model.radius, s.active, self._choose_skin(accel))
-        count = self.neighbors.pair_count
+        nb.bin(self.pos, self.radius, self.active, self._choose_skin(accel))
+        if self.reorder and nb.active_count:
+            new_to_old = nb.slot_order(self.perm)
+            self._reorder(new_to_old)
+            nb.permute(new_to_old)
+        else:
+            new_to_old = np.arange(self.model.particle_count, dtype=np.int64)
+        nb.build(self.pos, self.radius, in_cell_order=self.reorder)
+        count = nb.pair_count
         if self.pair_force.shape[0] < count:
             self.pair_force = np.zeros((int(count * 1.25) + 16, 3), np.float64)
             if self.full:
                 self.pair_torque = np.zeros((self.pair_force.shape[0], 6), np.float64)
-        self.hist = np.zeros((count, 6), np.float64)
-        self.bonded = np.zeros(count, np.uint8)
+        self.hist = np.zeros((count if self.keep_hist else 0, 6), np.float64)  # no rows: no springs
         if self.bonds is not None:
-            k.mark_bonded(self.neighbors.nbr_start, self.neighbors.nbr_j, self.bond_start, self.bond_other,
-                          self.bond_index, self.bond_intact, self.bonded)
+            self.bonded = np.zeros(count, np.uint8)
+            k.mark_bonded(nb.nbr_start, nb.nbr_j, self.bond_start, self.bond_other, self.bond_index,
+                          self.bond_intact, self.bonded)
+        elif self.full and self.bonded.shape[0] < count:
+            self.bonded = np.zeros(int(count * 1.25) + 16, np.uint8)  # never set without bonds
         if self.keep_hist and old_j.shape[0]:
-            k.remap_history6(old_start, old_j, old_hist, self.neighbors.nbr_start, self.neighbors.nbr_j, self.hist)
-        self.pos_ref[:] = s.positions
+            k.remap_history(old_start, old_j, old_hist, nb.nbr_start, nb.nbr_j, self.hist, new_to_old)
+        self.pos_ref[:] = self.pos
         self.needs_build = False
-        self.steps_since_build = 0
 
     def step(self, count: int) -> StepTimings:
         import numba
@@ -345,50 +359,48 @@ class BackendCpu(Backend):
             return self._step_full(count)
         physics = self.model.physics
         m = self.model
-        s = self.state
         timings = StepTimings()
         stiffness = float(physics.stiffness)
         for _ in range(count):
-            accel = self._acceleration(s.step)
+            accel = self._acceleration(self.step_index)
             t0 = time.perf_counter()
-            if self.needs_build or self.steps_since_build >= physics.rebuild_interval:
+            if self.needs_build:
                 self._build(accel)
                 timings.rebuilds += 1
             t1 = time.perf_counter()
             nb = self.neighbors
-            k.pair_forces(s.positions, s.velocities, m.radius, m.mass, m.material_index, s.active,
+            k.pair_forces(self.pos, self.vel, self.radius, self.mass, self.material, self.active,
                           nb.nbr_start, nb.nbr_j, self.beta, self.mu, stiffness, self.spring, physics.dt,
                           self.hist, self.pair_force, self.force)
             k.gather_reactions(self.force, self.pair_force, nb.rev_start, nb.rev_pair)
             colliders = m.colliders
-            if colliders is not None:
+            if colliders is not None:  # slots are particle ids here (no reorder with colliders)
                 c0 = time.perf_counter()
-                previous = s.positions.copy()
-                colliders.add_forces(s.step * physics.dt, s.positions, s.velocities, m.radius, m.mass,
-                                     m.material_index, s.active, self.force, physics)
+                previous = self.pos.copy()
+                colliders.add_forces(self.step_index * physics.dt, self.pos, self.vel, self.radius, self.mass,
+                                     self.material, self.active, self.force, physics)
                 timings.colliders_s += time.perf_counter() - c0
             t2 = time.perf_counter()
             disp2, speed2, bad = k.integrate(
-                s.positions, s.velocities, self.force, m.radius, m.mass, m.material_index, s.active, accel,
+                self.pos, self.vel, self.force, self.radius, self.mass, self.material, self.active, accel,
                 physics.dt, self.lo, self.hi, self.wall_mask, self.wall_beta, self.wall_mu, stiffness,
                 self.spring, self.wall_hist, self.wall_touch, self.field_table, self.field_grid, self.pos_ref)
             if colliders is not None:
                 # Swept test from old to new centre: catches grains that would tunnel through a wall.
                 c0 = time.perf_counter()
-                colliders.after_integrate((s.step + 1) * physics.dt, previous, s.positions, s.velocities,
-                                          m.radius, s.active, physics)
+                colliders.after_integrate((self.step_index + 1) * physics.dt, previous, self.pos, self.vel,
+                                          self.radius, self.active, physics)
                 timings.colliders_s += time.perf_counter() - c0
-            s.step += 1
-            self.steps_since_build += 1
+            self.step_index += 1
             if bad:
                 raise SimulationDiverged(
-                    f"The simulation produced NaN at step {s.step} (t = {s.step * physics.dt:.6g} s); "
-                    "lower dt or the stiffness.", s.step)
+                    f"The simulation produced NaN at step {self.step_index} "
+                    f"(t = {self.step_index * physics.dt:.6g} s); lower dt or the stiffness.", self.step_index)
             if speed2 > physics.speed_limit ** 2:
                 raise SimulationDiverged(
-                    f"Runaway energy at step {s.step} (t = {s.step * physics.dt:.6g} s): a particle moves at "
-                    f"{math.sqrt(speed2):.3g} m/s, above the limit of {physics.speed_limit:.3g} m/s; lower dt "
-                    "or the stiffness.", s.step)
+                    f"Runaway energy at step {self.step_index} (t = {self.step_index * physics.dt:.6g} s): a "
+                    f"particle moves at {math.sqrt(speed2):.3g} m/s, above the limit of "
+                    f"{physics.speed_limit:.3g} m/s; lower dt or the stiffness.", self.step_index)
             if 4.0 * disp2 > nb.skin * nb.skin:
                 self.needs_build = True
             t3 = time.perf_counter()
@@ -399,38 +411,35 @@ class BackendCpu(Backend):
         return timings
 
     def _forces_full(self, time_s: float, dt_history: float, timings: StepTimings) -> None:
-        """Pair, collider and (through ``kick``) wall forces and torques of the current state."""
+        """Pair, bond and collider forces and torques of the current state (walls: in ``kick``)."""
         m = self.model
-        s = self.state
         physics = m.physics
         nb = self.neighbors
-        k.pair_forces_full(s.positions, s.velocities, s.angular_velocities, m.radius, m.mass, m.material_index,
-                           s.active, nb.nbr_start, nb.nbr_j, self.beta, self.mu, self.roll, self.cohesion,
+        k.pair_forces_full(self.pos, self.vel, self.omega, self.radius, self.mass, self.material, self.active,
+                           nb.nbr_start, nb.nbr_j, self.beta, self.mu, self.roll, self.cohesion,
                            float(physics.stiffness), self.spring, dt_history, self.hist, self.pair_force,
                            self.pair_torque, self.force, self.torque, self.bonded, self.clump_of)
         k.gather_reactions(self.force, self.pair_force, nb.rev_start, nb.rev_pair)
         k.gather_torques(self.torque, self.pair_torque, nb.rev_start, nb.rev_pair)
-        if self.bonds is not None:
+        if self.bonds is not None:  # slots are particle ids (no reorder with bonds)
             b = self.bonds
-            if k.bond_forces(s.positions, s.velocities, s.angular_velocities, m.radius, m.mass, m.material_index,
-                             s.active, self.beta, b.pairs, b.rest, b.area, b.stiffness, b.strength, self.bond_shear,
+            if k.bond_forces(self.pos, self.vel, self.omega, self.radius, self.mass, self.material, self.active,
+                             self.beta, b.pairs, b.rest, b.area, b.stiffness, b.strength, self.bond_shear,
                              self.bond_intact, dt_history, self.force, self.torque):
                 self.needs_build = True  # a broken bond's pair collides from the next step on
-        if m.colliders is not None:
+        if m.colliders is not None:  # slots are particle ids (no reorder with colliders)
             c0 = time.perf_counter()
-            m.colliders.add_forces(time_s, s.positions, s.velocities, m.radius, m.mass, m.material_index, s.active,
-                                   self.force, physics, *((s.angular_velocities, self.torque) if self.rotation else ()))
+            m.colliders.add_forces(time_s, self.pos, self.vel, self.radius, self.mass, self.material, self.active,
+                                   self.force, physics, *((self.omega, self.torque) if self.rotation else ()))
             timings.colliders_s += time.perf_counter() - c0
 
     def _kick(self, accel, dt_history: float, kick_dt: float):
-        m = self.model
-        s = self.state
-        physics = m.physics
-        return k.kick(s.positions, s.velocities, s.angular_velocities, s.orientations, self.force, self.torque,
-                      m.radius, m.mass, m.material_index, s.active, accel, dt_history, kick_dt, self.euler,
-                      self.rotation, self.lo, self.hi, self.wall_mask, self.wall_beta, self.wall_mu, self.wall_roll,
-                      self.wall_cohesion, float(physics.stiffness), self.spring, self.wall_hist, self.wall_touch,
-                      self.field_table, self.field_grid, self.acc, self.alpha, self.pos_ref)
+        physics = self.model.physics
+        return k.kick(self.pos, self.vel, self.omega, self.quat, self.force, self.torque, self.radius, self.mass,
+                      self.material, self.active, accel, dt_history, kick_dt, self.euler, self.rotation, self.lo,
+                      self.hi, self.wall_mask, self.wall_beta, self.wall_mu, self.wall_roll, self.wall_cohesion,
+                      float(physics.stiffness), self.spring, self.wall_hist, self.wall_touch, self.field_table,
+                      self.field_grid, self.acc, self.alpha, self.pos_ref)
 
     def _step_full(self, count: int) -> StepTimings:
         """Steps of the full law: rotation, rolling, cohesion, Euler or velocity Verlet.
@@ -439,72 +448,68 @@ class BackendCpu(Backend):
         x, q), forces at the new positions and time, kick (second half). At the very start the
         accelerations of the initial state are computed once (springs not advanced: dt 0).
         """
-        physics = self.model.physics
         m = self.model
-        s = self.state
+        physics = m.physics
         timings = StepTimings()
         dt = physics.dt
         for _ in range(count):
             t0 = time.perf_counter()
             if not self.euler:
                 if not self.primed:
-                    accel = self._acceleration(s.step)
-                    if self.needs_build or self.steps_since_build >= physics.rebuild_interval:
+                    accel = self._acceleration(self.step_index)
+                    if self.needs_build:
                         self._build(accel)
                         timings.rebuilds += 1
-                    self._forces_full(s.step * dt, 0.0, timings)
+                    self._forces_full(self.step_index * dt, 0.0, timings)
                     self._kick(accel, 0.0, 0.0)
                     if self.clumps is not None:
                         self._clump_step(0)
                     self.primed = True
-                previous = s.positions.copy() if m.colliders is not None else None
-                disp2, bad = k.drift(s.positions, s.velocities, s.angular_velocities, s.orientations, self.acc,
-                                     self.alpha, s.active, dt, self.rotation, self.lo, self.hi, self.wall_mask,
-                                     self.pos_ref)
+                previous = self.pos.copy() if m.colliders is not None else None
+                disp2, bad = k.drift(self.pos, self.vel, self.omega, self.quat, self.acc, self.alpha, self.active,
+                                     dt, self.rotation, self.lo, self.hi, self.wall_mask, self.pos_ref)
                 if self.clumps is not None:
                     disp2 = max(disp2, self._clump_step(2))
                 if m.colliders is not None:
                     c0 = time.perf_counter()
-                    m.colliders.after_integrate((s.step + 1) * dt, previous, s.positions, s.velocities, m.radius,
-                                                s.active, physics)
+                    m.colliders.after_integrate((self.step_index + 1) * dt, previous, self.pos, self.vel,
+                                                self.radius, self.active, physics)
                     timings.colliders_s += time.perf_counter() - c0
                 if bad:
                     raise SimulationDiverged(
-                        f"The simulation produced NaN at step {s.step + 1} (t = {(s.step + 1) * dt:.6g} s); "
-                        "lower dt or the stiffness.", s.step + 1)
+                        f"The simulation produced NaN at step {self.step_index + 1} "
+                        f"(t = {(self.step_index + 1) * dt:.6g} s); lower dt or the stiffness.", self.step_index + 1)
                 if 4.0 * disp2 > self.neighbors.skin * self.neighbors.skin:
                     self.needs_build = True
-                force_step = s.step + 1  # forces at the drifted positions
+                force_step = self.step_index + 1  # forces at the drifted positions
             else:
-                force_step = s.step
-            time_s = force_step * dt
+                force_step = self.step_index
             accel = self._acceleration(force_step)
-            if self.needs_build or self.steps_since_build >= physics.rebuild_interval:
+            if self.needs_build:
                 self._build(accel)
                 timings.rebuilds += 1
             t1 = time.perf_counter()
-            self._forces_full(time_s, dt, timings)
-            previous = s.positions.copy() if (m.colliders is not None and self.euler) else None
+            self._forces_full(force_step * dt, dt, timings)
+            previous = self.pos.copy() if (m.colliders is not None and self.euler) else None
             t2 = time.perf_counter()
             disp2, speed2, bad = self._kick(accel, dt, 0.5 * dt)
             if self.clumps is not None:
                 disp2 = max(disp2, self._clump_step(1 if self.euler else 3))
             if m.colliders is not None and self.euler:
                 c0 = time.perf_counter()
-                m.colliders.after_integrate((s.step + 1) * dt, previous, s.positions, s.velocities, m.radius,
-                                            s.active, physics)
+                m.colliders.after_integrate((self.step_index + 1) * dt, previous, self.pos, self.vel, self.radius,
+                                            self.active, physics)
                 timings.colliders_s += time.perf_counter() - c0
-            s.step += 1
-            self.steps_since_build += 1
+            self.step_index += 1
             if bad:
                 raise SimulationDiverged(
-                    f"The simulation produced NaN at step {s.step} (t = {s.step * dt:.6g} s); "
-                    "lower dt or the stiffness.", s.step)
+                    f"The simulation produced NaN at step {self.step_index} "
+                    f"(t = {self.step_index * dt:.6g} s); lower dt or the stiffness.", self.step_index)
             if speed2 > physics.speed_limit ** 2:
                 raise SimulationDiverged(
-                    f"Runaway energy at step {s.step} (t = {s.step * dt:.6g} s): a particle moves at "
-                    f"{math.sqrt(speed2):.3g} m/s, above the limit of {physics.speed_limit:.3g} m/s; lower dt "
-                    "or the stiffness.", s.step)
+                    f"Runaway energy at step {self.step_index} (t = {self.step_index * dt:.6g} s): a "
+                    f"particle moves at {math.sqrt(speed2):.3g} m/s, above the limit of "
+                    f"{physics.speed_limit:.3g} m/s; lower dt or the stiffness.", self.step_index)
             if self.euler and 4.0 * disp2 > self.neighbors.skin * self.neighbors.skin:
                 self.needs_build = True
             t3 = time.perf_counter()
@@ -515,23 +520,23 @@ class BackendCpu(Backend):
         return timings
 
     def contact_pairs(self) -> np.ndarray:
-        """Colliding pairs from a fresh list without skin (the reference answer)."""
+        """Colliding pairs (particle ids) from a fresh list without skin (the reference answer)."""
         nb = NeighborListCpu(self.model.particle_count)
-        nb.build(self.state.positions, self.model.radius, self.state.active, 0.0)
+        nb.bin(self.pos, self.radius, self.active, 0.0)
+        nb.build(self.pos, self.radius, in_cell_order=False)
         return self._pairs_in(nb)
 
     def live_contact_pairs(self) -> np.ndarray:
-        """Colliding pairs as the stepping loop sees them: through the current (possibly stale) Verlet
-        list. Equal to ``contact_pairs`` whenever the skin policy is right."""
+        """Colliding pairs (particle ids) as the stepping loop sees them: through the current (possibly
+        stale) Verlet list. Equal to ``contact_pairs`` whenever the skin policy is right."""
         if self.needs_build:
-            self._build(self._acceleration(self.state.step))
+            self._build(self._acceleration(self.step_index))
         return self._pairs_in(self.neighbors)
 
     def _pairs_in(self, nb: NeighborListCpu) -> np.ndarray:
-        s = self.state
         flags = np.zeros(nb.pair_count, np.uint8)
-        k.contact_flags(s.positions, self.model.radius, s.active, nb.nbr_start, nb.nbr_j, flags)
+        k.contact_flags(self.pos, self.radius, self.active, nb.nbr_start, nb.nbr_j, flags)
         i, j = nb.pairs()
         hit = flags.astype(bool)
-        pairs = np.stack([i[hit], j[hit]], axis=1).astype(np.int32)
+        pairs = np.stack([self.perm[i[hit]], self.perm[j[hit]]], axis=1).astype(np.int32)
         return np.sort(pairs, axis=1)

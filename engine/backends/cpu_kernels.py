@@ -141,7 +141,7 @@ def _within(a, b, xi, yi, zi, ri, spos, srad):
 def _scan(a, spos, srad, scell, order, cell_start, offsets, skin, out, slot):
     """Candidates of the particle at sorted position a: later particles of its own cell and all
     particles of the 13 forward cells closer than r_i + r_j + skin. Writes their original ids to
-    ``out[slot:]`` when ``slot`` ≥ 0; returns how many there are."""
+    ``out[slot:]`` when ``slot`` ≥ 0; returns how many there are. (Driven by engine.backends.cpu_neighbors.)"""
     c = scell[a]
     xi, yi, zi = np.float64(spos[a, 0]), np.float64(spos[a, 1]), np.float64(spos[a, 2])
     ri = np.float64(srad[a]) + skin
@@ -159,22 +159,6 @@ def _scan(a, spos, srad, scell, order, cell_start, offsets, skin, out, slot):
                     out[slot + found] = order[b]
                 found += 1
     return found
-
-
-@njit(parallel=True, **KERNEL_OPTIONS)
-def count_candidates(spos, srad, scell, order, cell_start, offsets, skin, counts):
-    """counts[i] = number of candidates listed in particle i's row (pairs closer than r_i + r_j + skin).
-    Particles not in ``order`` (inactive) must have counts 0 beforehand."""
-    dummy = np.empty(0, np.int32)
-    for a in prange(order.shape[0]):
-        counts[order[a]] = _scan(a, spos, srad, scell, order, cell_start, offsets, skin, dummy, -1)
-
-
-@njit(parallel=True, **KERNEL_OPTIONS)
-def fill_candidates(spos, srad, scell, order, cell_start, offsets, skin, nbr_start, nbr_j):
-    """Write the candidates counted by ``count_candidates`` into the CSR list (by original id)."""
-    for a in prange(order.shape[0]):
-        _scan(a, spos, srad, scell, order, cell_start, offsets, skin, nbr_j, nbr_start[order[a]])
 
 
 @njit(**KERNEL_OPTIONS)
@@ -252,7 +236,7 @@ def pair_forces(pos, vel, radius, mass, material, active, nbr_start, nbr_j, beta
 
     Writes the force on i of every list entry to ``pair_force`` (P, 3) (zero when not touching) and
     the sum of its own entries to ``force[i]`` (n, 3) [N]. ``hist`` (P, 3) is the tangential spring
-    of each entry [m], reset when the pair separates.
+    of each entry [m], reset when the pair separates; without ``spring`` it may have no rows.
     """
     for i in prange(pos.shape[0]):
         fx_sum = 0.0
@@ -271,9 +255,10 @@ def pair_forces(pos, vel, radius, mass, material, active, nbr_start, nbr_j, beta
             reach = np.float64(radius[i]) + radius[j]
             d2 = dx * dx + dy * dy + dz * dz
             if d2 > reach * reach:
-                hist[p, 0] = 0.0
-                hist[p, 1] = 0.0
-                hist[p, 2] = 0.0
+                if spring:  # hist has no rows without springs
+                    hist[p, 0] = 0.0
+                    hist[p, 1] = 0.0
+                    hist[p, 2] = 0.0
                 continue
             dist = math.sqrt(d2)
             mi = np.float64(mass[i])
@@ -336,19 +321,22 @@ def integrate(pos, vel, force, radius, mass, material, active, accel, dt, lo, hi
         m = np.float64(mass[i])
         r = np.float64(radius[i])
         fx, fy, fz = force[i, 0], force[i, 1], force[i, 2]
-        for side in range(6):
-            if wall_mask[side] == 0:
-                continue
-            axis = side // 2
-            if side % 2 == 0:
-                gap = pos[i, axis] - lo[axis]
-                sign = 1.0
-            else:
+        # Most grains are clear of every wall plane and hold no wall spring: skip the six sides.
+        # (gap > r ⟺ overlap < 0 exactly, so the sides skipped are those the loop would skip.)
+        near = wall_touch[i] != 0 or not (pos[i, 0] - lo[0] > r and hi[0] - pos[i, 0] > r and
+                                          pos[i, 1] - lo[1] > r and hi[1] - pos[i, 1] > r and
+                                          pos[i, 2] - lo[2] > r and hi[2] - pos[i, 2] > r)
+        for side in range(6 if near else 0):
+            axis = side >> 1
+            if side & 1:
                 gap = hi[axis] - pos[i, axis]
                 sign = -1.0
+            else:
+                gap = pos[i, axis] - lo[axis]
+                sign = 1.0
             overlap = r - gap
             bit = 1 << side
-            if overlap < 0.0:
+            if overlap < 0.0 or wall_mask[side] == 0:  # (one test first: cheaper than the mask)
                 # wall_touch remembers which springs are live, so the (n, 6, 3) history is only
                 # touched by particles at a wall: most particles never read it.
                 if wall_touch[i] & bit:
@@ -357,7 +345,8 @@ def integrate(pos, vel, force, radius, mass, material, active, accel, dt, lo, hi
                     wall_hist[i, side, 2] = 0.0
                     wall_touch[i] &= ~bit
                 continue
-            wall_touch[i] |= bit
+            if spring:  # only springs need clearing later (wall_hist has no rows without them)
+                wall_touch[i] |= bit
             nx = sign if axis == 0 else 0.0
             ny = sign if axis == 1 else 0.0
             nz = sign if axis == 2 else 0.0
@@ -368,8 +357,10 @@ def integrate(pos, vel, force, radius, mass, material, active, accel, dt, lo, hi
             fy += wy
             fz += wz
         px, py, pz = np.float64(pos[i, 0]), np.float64(pos[i, 1]), np.float64(pos[i, 2])
-        gx, gy, gz = _field_acceleration(px, py, pz, np.float64(vel[i, 0]), np.float64(vel[i, 1]),
-                                         np.float64(vel[i, 2]), field_table, field_grid)
+        gx = gy = gz = 0.0
+        if field_table.shape[0]:  # the call costs ~15 ns a particle even with no field
+            gx, gy, gz = _field_acceleration(px, py, pz, np.float64(vel[i, 0]), np.float64(vel[i, 1]),
+                                             np.float64(vel[i, 2]), field_table, field_grid)
         vx = vel[i, 0] + (fx / m + accel[0] + gx) * dt
         vy = vel[i, 1] + (fy / m + accel[1] + gy) * dt
         vz = vel[i, 2] + (fz / m + accel[2] + gz) * dt
@@ -414,32 +405,35 @@ def contact_flags(pos, radius, active, nbr_start, nbr_j, flags):
 
 
 @njit(parallel=True, **KERNEL_OPTIONS)
-def remap_history(old_start, old_j, old_hist, new_start, new_j, new_hist):
-    """Carry each pair's tangential spring from the old list to the rebuilt one.
+def remap_history(old_start, old_j, old_hist, new_start, new_j, new_hist, new_to_old):
+    """Carry each pair's history (P, 6) from the old list to the rebuilt one.
 
     A pair may change rows between builds (the row is the particle whose cell came first); the
-    spring is stored as seen from the row's particle, so it changes sign when the pair changes row.
+    tangential spring ξ (columns 0–2) is stored as seen from the row's particle, so it changes sign
+    when the pair changes row; the rolling spring ξ_r (3–5) does not (ω_i − ω_j and n both flip, so
+    v_r and ξ_r stay). The new list may number the particles differently (the reorder of
+    ``cpu_neighbors``): ``new_to_old[s]`` is the old slot of the particle in new slot s.
     """
-    for i in prange(new_start.shape[0] - 1):
-        for p in range(new_start[i], new_start[i + 1]):
-            j = new_j[p]
-            new_hist[p, 0] = 0.0
-            new_hist[p, 1] = 0.0
-            new_hist[p, 2] = 0.0
+    for a in prange(new_start.shape[0] - 1):
+        i = new_to_old[a]
+        for p in range(new_start[a], new_start[a + 1]):
+            j = new_to_old[new_j[p]]
+            for c in range(6):
+                new_hist[p, c] = 0.0
             found = False
             for q in range(old_start[i], old_start[i + 1]):
                 if old_j[q] == j:
-                    new_hist[p, 0] = old_hist[q, 0]
-                    new_hist[p, 1] = old_hist[q, 1]
-                    new_hist[p, 2] = old_hist[q, 2]
+                    for c in range(6):
+                        new_hist[p, c] = old_hist[q, c]
                     found = True
                     break
             if not found:
                 for q in range(old_start[j], old_start[j + 1]):
                     if old_j[q] == i:
-                        new_hist[p, 0] = -old_hist[q, 0]
-                        new_hist[p, 1] = -old_hist[q, 1]
-                        new_hist[p, 2] = -old_hist[q, 2]
+                        for c in range(3):
+                            new_hist[p, c] = -old_hist[q, c]
+                        for c in range(3, 6):
+                            new_hist[p, c] = old_hist[q, c]
                         break
 
 
@@ -560,7 +554,8 @@ def pair_forces_full(pos, vel, omega, radius, mass, material, active, nbr_start,
 
     Writes per list entry the force on i (``pair_force`` (P, 3)) and the torques on i and on j
     (``pair_torque`` (P, 6)), and the sums of a row's own entries to ``force[i]``/``torque[i]`` (n, 3).
-    ``hist`` (P, 6): ξ then ξ_r of each entry [m], reset when the pair separates. Entries flagged in
+    ``hist`` (P, 6): ξ then ξ_r of each entry [m], reset when the pair separates (no rows without
+    tangential or rolling springs). Entries flagged in
     ``bonded`` (P,) are held by an intact glue bond: no contact (``bond_forces`` acts instead); two
     grains of one rigid clump (``clump`` (n,) int32, −1: none) never touch.
     """
@@ -583,8 +578,9 @@ def pair_forces_full(pos, vel, omega, radius, mass, material, active, nbr_start,
             reach = ri + rj
             d2 = dx * dx + dy * dy + dz * dz
             if d2 > reach * reach or bonded[p] or (clump[i] >= 0 and clump[i] == clump[j]):
-                for a in range(6):
-                    hist[p, a] = 0.0
+                if hist.shape[0]:  # hist has no rows without springs
+                    for a in range(6):
+                        hist[p, a] = 0.0
                 continue
             dist = math.sqrt(d2)
             if dist > 0.0:
@@ -707,7 +703,8 @@ def kick(pos, vel, omega, quat, force, torque, radius, mass, material, active, a
     ``euler``: semi-implicit Euler with rotation (v, ω ← + dt·a; x ← x + dt v; q turned by ω).
     Otherwise the second half of velocity Verlet: v ← v + kick_dt·a, ω ← ω + kick_dt·α, with
     a, α stored in ``acc``/``alpha`` (n, 3) for the next step's ``drift`` (kick_dt = dt/2, or 0 to only
-    compute them at the start). ``wall_hist`` (n, 6, 6): ξ and ξ_r per wall side.
+    compute them at the start). ``wall_hist`` (n, 6, 6): ξ and ξ_r per wall side; (n, 0, 6) without
+    tangential or rolling springs (never touched then).
 
     Returns:
         (largest displacement² since the last build [m²] (Euler only, else 0), largest speed²,
@@ -725,7 +722,12 @@ def kick(pos, vel, omega, quat, force, torque, radius, mass, material, active, a
         fx, fy, fz = force[i, 0], force[i, 1], force[i, 2]
         tx, ty, tz = torque[i, 0], torque[i, 1], torque[i, 2]
         wix, wiy, wiz = np.float64(omega[i, 0]), np.float64(omega[i, 1]), np.float64(omega[i, 2])
-        for side in range(6):
+        # Most grains are clear of every wall plane and hold no wall spring: skip the six sides.
+        # (gap > r ⟺ overlap < 0 exactly, so the sides skipped are those the loop would skip.)
+        near = wall_touch[i] != 0 or not (pos[i, 0] - lo[0] > r and hi[0] - pos[i, 0] > r and
+                                          pos[i, 1] - lo[1] > r and hi[1] - pos[i, 1] > r and
+                                          pos[i, 2] - lo[2] > r and hi[2] - pos[i, 2] > r)
+        for side in range(6 if near else 0):
             if wall_mask[side] == 0:
                 continue
             axis = side // 2
@@ -743,7 +745,8 @@ def kick(pos, vel, omega, quat, force, torque, radius, mass, material, active, a
                         wall_hist[i, side, a] = 0.0
                     wall_touch[i] &= ~bit
                 continue
-            wall_touch[i] |= bit
+            if wall_hist.shape[1]:  # only springs need clearing later (wall_hist has no rows without them)
+                wall_touch[i] |= bit
             nx = sign if axis == 0 else 0.0
             ny = sign if axis == 1 else 0.0
             nz = sign if axis == 2 else 0.0
@@ -762,8 +765,10 @@ def kick(pos, vel, omega, quat, force, torque, radius, mass, material, active, a
             tz += f[5]
         px, py, pz = np.float64(pos[i, 0]), np.float64(pos[i, 1]), np.float64(pos[i, 2])
         # The velocity the walls saw (Verlet: the half-step velocity, as for every force here).
-        gx, gy, gz = _field_acceleration(px, py, pz, np.float64(vel[i, 0]), np.float64(vel[i, 1]),
-                                         np.float64(vel[i, 2]), field_table, field_grid)
+        gx = gy = gz = 0.0
+        if field_table.shape[0]:  # the call costs ~15 ns a particle even with no field
+            gx, gy, gz = _field_acceleration(px, py, pz, np.float64(vel[i, 0]), np.float64(vel[i, 1]),
+                                             np.float64(vel[i, 2]), field_table, field_grid)
         ax = fx / m + accel[0] + gx
         ay = fy / m + accel[1] + gy
         az = fz / m + accel[2] + gz
@@ -799,32 +804,6 @@ def kick(pos, vel, omega, quat, force, torque, radius, mass, material, active, a
             max_disp2 = max(max_disp2, _exit_and_displacement(i, pos, active, lo, hi, wall_mask, pos_ref))
         max_speed2 = max(max_speed2, speed2)
     return max_disp2, max_speed2, bad
-
-
-@njit(parallel=True, **KERNEL_OPTIONS)
-def remap_history6(old_start, old_j, old_hist, new_start, new_j, new_hist):
-    """``remap_history`` for (P, 6) histories: ξ (columns 0–2) changes sign when a pair changes row,
-    ξ_r (3–5) does not (ω_i − ω_j and n both flip, so v_r and ξ_r stay)."""
-    for i in prange(new_start.shape[0] - 1):
-        for p in range(new_start[i], new_start[i + 1]):
-            j = new_j[p]
-            for a in range(6):
-                new_hist[p, a] = 0.0
-            found = False
-            for q in range(old_start[i], old_start[i + 1]):
-                if old_j[q] == j:
-                    for a in range(6):
-                        new_hist[p, a] = old_hist[q, a]
-                    found = True
-                    break
-            if not found:
-                for q in range(old_start[j], old_start[j + 1]):
-                    if old_j[q] == i:
-                        for a in range(3):
-                            new_hist[p, a] = -old_hist[q, a]
-                        for a in range(3, 6):
-                            new_hist[p, a] = old_hist[q, a]
-                        break
 
 
 # --- glue bonds (engine.bonds) -------------------------------------------------------------------------

@@ -61,6 +61,7 @@ def _scene(*, open_x: bool, rotating: bool, friction_model: str = "spring"):
     count = len(positions)
     radius = r0 * rng.uniform(0.85, 1.0, count)
     velocities = rng.normal(0.0, 0.5, (count, 3)) + np.array([1.5 if open_x else 0.0, -1.0, 0.0])
+    # The peer implements the paper's model: compare with the CPU's non-rotating Euler path.
     physics = Physics(
         materials=(Material("a", 2500.0, 0.5, 0.6), Material("b", 1500.0, 0.8, 0.3)),
         domain=Domain(lo=(0.0, 0.0, 0.0), hi=(nx * spacing + 0.001, 0.4, nz * spacing + 0.001),

@@ -1,0 +1,106 @@
+"""A LAMMPS input (GRANULAR package) running Mochi's contact law on a Mochi state.
+
+``pair_style granular`` with ``hooke k e_in … damping tsuji`` computes
+
+    F_n = k δ − α(e_in) sqrt(m_eff k) v_n,   α(e) = 1.2728 − 4.2783 e + 11.087 e² − 22.348 e³
+                                                      + 27.467 e⁴ − 18.022 e⁵ + 4.8218 e⁶
+
+(LAMMPS' pair_granular.cpp; ``fix wall/gran granular`` the same with m_eff = m_i), so choosing e_in with
+α(e_in) = 2β reproduces Mochi's γ_n = 2β sqrt(m_eff k) exactly, for every pair of a polydisperse state.
+e_in is only LAMMPS' parameterisation here, not the physical restitution (Tsuji's α targets Hertz).
+``tangential linear_nohistory 0 0`` gives F_t = 0. Integration is LAMMPS' velocity Verlet
+(``nve/sphere``) against Mochi's semi-implicit Euler: same cost class, trajectories differ at O(dt).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from engine.model import Model
+
+from .data_file import write_sphere_data
+from .physics import PeerPhysics, box_padding, gravity_command, peer_physics
+
+_TSUJI = (1.2728, -4.2783, 11.087, -22.348, 27.467, -18.022, 4.8218)
+
+
+def tsuji_alpha(e: float) -> float:
+    """LAMMPS' α(e) of ``damping tsuji`` (Horner form of the same polynomial)."""
+    result = 0.0
+    for c in reversed(_TSUJI):
+        result = result * e + c
+    return result
+
+
+def tsuji_input_for(alpha: float) -> float:
+    """The e_in in [0, 1] with α(e_in) = ``alpha`` (α decreases monotonically there), to 1e-15."""
+    if not tsuji_alpha(1.0) <= alpha <= tsuji_alpha(0.0):
+        raise ValueError(f"damping tsuji reaches α in [{tsuji_alpha(1.0):.4g}, {tsuji_alpha(0.0):.4g}], "
+                         f"not {alpha:.4g}")
+    lo, hi = 0.0, 1.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if tsuji_alpha(mid) > alpha:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
+
+
+def granular_coeffs(stiffness: float, beta: float) -> str:
+    """``hooke … tangential … damping tsuji`` arguments reproducing k and γ_n = 2β sqrt(m_eff k)."""
+    return (f"hooke {stiffness!r} {tsuji_input_for(2.0 * beta)!r} tangential linear_nohistory 0.0 0.0 "
+            f"damping tsuji")
+
+
+def write_lammps_run(folder: str | Path, model: Model, positions: np.ndarray, velocities: np.ndarray, *,
+                     steps: int, skin: float, physics: PeerPhysics | None = None) -> str:
+    """Write ``folder``/data.mochi and return the input script running ``steps`` steps.
+
+    Args:
+        folder: Run folder (created).
+        model: Mochi model (radii, masses, physics) of the state.
+        positions, velocities: The state [m], [m/s], shape (particle_count, 3).
+        steps: Steps to run.
+        skin: Neighbour skin [m] (``neighbor skin bin``, rebuilt when any grain moved half of it).
+        physics: Resolved physics (default ``peer_physics(model)``).
+
+    The last thermo line holds step, atoms, total kinetic energy [J] (c_ke) and contact count
+    (c_contacts: pairs of touching grains, walls excluded).
+    """
+    physics = physics or peer_physics(model)
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    box_lo, box_hi = box_padding(physics)
+    write_sphere_data(folder / "data.mochi", positions, model.radius, physics.density, box_lo, box_hi,
+                      velocities=velocities, type_count=1)
+    pair = granular_coeffs(physics.stiffness, physics.beta)
+    wall = granular_coeffs(physics.stiffness, physics.wall_beta)
+    walls = "".join(f"fix wall_{axis} all wall/gran granular {wall} {axis}plane {physics.lo[i]!r} {physics.hi[i]!r}\n"
+                    for i, axis in enumerate("xyz"))
+    return f"""# Mochi state and physics (benchmarks/peers/lammps_input.py)
+units si
+atom_style sphere
+atom_modify map array
+boundary f f f
+newton off
+comm_modify vel yes
+read_data data.mochi
+neighbor {skin!r} bin
+neigh_modify delay 0 every 1 check yes
+pair_style granular
+pair_coeff * * {pair}
+{walls}fix integrate all nve/sphere
+{gravity_command(physics)}timestep {physics.dt!r}
+compute ke_atom all ke/atom
+compute ke all reduce sum c_ke_atom
+compute contact_atom all contact/atom
+compute contact_sum all reduce sum c_contact_atom
+variable contacts equal c_contact_sum/2
+thermo_style custom step atoms c_ke v_contacts
+thermo_modify norm no lost error
+thermo {steps}
+run {steps}
+"""
