@@ -354,6 +354,19 @@ class BackendCpu(Backend):
         finally:
             numba.set_num_threads(threads)
 
+    def _check_diverged(self, bad: int, speed2: float) -> None:
+        """Stop the run after a step that produced NaN or runaway speed (largest speed² [m²/s²])."""
+        physics = self.model.physics
+        if bad:
+            raise SimulationDiverged(
+                f"The simulation produced NaN at step {self.step_index} "
+                f"(t = {self.step_index * physics.dt:.6g} s); lower dt or the stiffness.", self.step_index)
+        if speed2 > physics.speed_limit ** 2:
+            raise SimulationDiverged(
+                f"Runaway energy at step {self.step_index} (t = {self.step_index * physics.dt:.6g} s): a "
+                f"particle moves at {math.sqrt(speed2):.3g} m/s, above the limit of "
+                f"{physics.speed_limit:.3g} m/s; lower dt or the stiffness.", self.step_index)
+
     def _step(self, count: int) -> StepTimings:
         if self.full:
             return self._step_full(count)
@@ -392,15 +405,7 @@ class BackendCpu(Backend):
                                           self.radius, self.active, physics)
                 timings.colliders_s += time.perf_counter() - c0
             self.step_index += 1
-            if bad:
-                raise SimulationDiverged(
-                    f"The simulation produced NaN at step {self.step_index} "
-                    f"(t = {self.step_index * physics.dt:.6g} s); lower dt or the stiffness.", self.step_index)
-            if speed2 > physics.speed_limit ** 2:
-                raise SimulationDiverged(
-                    f"Runaway energy at step {self.step_index} (t = {self.step_index * physics.dt:.6g} s): a "
-                    f"particle moves at {math.sqrt(speed2):.3g} m/s, above the limit of "
-                    f"{physics.speed_limit:.3g} m/s; lower dt or the stiffness.", self.step_index)
+            self._check_diverged(bad, speed2)
             if 4.0 * disp2 > nb.skin * nb.skin:
                 self.needs_build = True
             t3 = time.perf_counter()
@@ -501,15 +506,7 @@ class BackendCpu(Backend):
                                             self.active, physics)
                 timings.colliders_s += time.perf_counter() - c0
             self.step_index += 1
-            if bad:
-                raise SimulationDiverged(
-                    f"The simulation produced NaN at step {self.step_index} "
-                    f"(t = {self.step_index * dt:.6g} s); lower dt or the stiffness.", self.step_index)
-            if speed2 > physics.speed_limit ** 2:
-                raise SimulationDiverged(
-                    f"Runaway energy at step {self.step_index} (t = {self.step_index * dt:.6g} s): a "
-                    f"particle moves at {math.sqrt(speed2):.3g} m/s, above the limit of "
-                    f"{physics.speed_limit:.3g} m/s; lower dt or the stiffness.", self.step_index)
+            self._check_diverged(bad, speed2)
             if self.euler and 4.0 * disp2 > self.neighbors.skin * self.neighbors.skin:
                 self.needs_build = True
             t3 = time.perf_counter()
