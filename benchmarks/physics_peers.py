@@ -41,6 +41,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.peers.data_file import write_sphere_data  # noqa: E402
+from benchmarks.peers.lammps_input import tsuji_input_for  # noqa: E402
 from benchmarks.peers.runner import run_peer  # noqa: E402
 
 RADIUS = 0.0025        # mean grain radius [m] (±8 %)
@@ -123,22 +124,12 @@ def total_energy(positions, radii, velocities, omega) -> float:
     return float(energy + 0.5 * STIFFNESS * walls.sum())
 
 
-def tsuji_alpha(e: float) -> float:
-    """LAMMPS' ``damping tsuji`` coefficient α(e): η_n = α √(m_eff k_n)."""
-    return 1.2728 - 4.2783 * e + 11.087 * e ** 2 - 22.348 * e ** 3 + 27.467 * e ** 4 - 18.022 * e ** 5 + 4.8218 * e ** 6
-
-
 def tsuji_restitution(restitution: float) -> float:
     """The e to give ``damping tsuji`` so that α = 2β(restitution), Mochi's γ_n/√(m_eff k) (LAMMPS 2021 has
     no ``coeff_restitution`` damping; α(e) decreases from 1.27 at 0 to 0 at 1)."""
     from engine.contact_law import damping_ratio
 
-    target = 2.0 * damping_ratio(restitution)
-    lo, hi = 0.0, 1.0
-    for _ in range(60):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if tsuji_alpha(mid) > target else (lo, mid)
-    return 0.5 * (lo + hi)
+    return tsuji_input_for(2.0 * damping_ratio(restitution))
 
 
 def lammps_script(*, friction, rolling, gamma_roll, rotation, gravity, steps, restitution=RESTITUTION,

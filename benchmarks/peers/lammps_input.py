@@ -21,7 +21,7 @@ import numpy as np
 from engine.model import Model
 
 from .data_file import write_sphere_data
-from .physics import PeerPhysics, box_padding, gravity_command, peer_physics
+from .physics import PeerPhysics, box_padding, gravity_command, observe_and_run, peer_physics
 
 _TSUJI = (1.2728, -4.2783, 11.087, -22.348, 27.467, -18.022, 4.8218)
 
@@ -94,13 +94,4 @@ pair_style granular
 pair_coeff * * {pair}
 {walls}fix integrate all nve/sphere
 {gravity_command(physics)}timestep {physics.dt!r}
-compute ke_atom all ke/atom
-compute ke all reduce sum c_ke_atom
-compute contact_atom all contact/atom
-compute contact_sum all reduce sum c_contact_atom
-variable contacts equal c_contact_sum/2
-thermo_style custom step atoms c_ke v_contacts
-thermo_modify norm no lost error
-thermo {steps}
-run {steps}
-"""
+{observe_and_run(steps)}"""

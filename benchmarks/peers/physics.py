@@ -95,3 +95,18 @@ def box_padding(physics: PeerPhysics) -> tuple[np.ndarray, np.ndarray]:
     lo, hi = np.asarray(physics.lo), np.asarray(physics.hi)
     margin = 0.01 * (hi - lo)
     return lo - margin, hi + margin
+
+
+def observe_and_run(steps: int) -> str:
+    """The tail of every peer input: run ``steps`` steps and print, at the end, the kinetic energy [J] and
+    the grain–grain contact count that show the peer did the same work as Mochi (read by ``parse_thermo``)."""
+    return f"""compute ke_atom all ke/atom
+compute ke all reduce sum c_ke_atom
+compute contact_atom all contact/atom
+compute contact_sum all reduce sum c_contact_atom
+variable contacts equal c_contact_sum/2
+thermo_style custom step atoms c_ke v_contacts
+thermo_modify norm no lost error
+thermo {steps}
+run {steps}
+"""
