@@ -16,8 +16,10 @@ outside. Scenes with colliders keep id order (the colliders hold per-particle hi
 and so do scenes with glue bonds or rigid clumps (their lists name particles by id; see
 ``BackendCpu.__init__``).
 
-Two step paths: the paper's model (``Physics.rotation`` false, integrator 'euler', no rolling resistance
-or cohesion) runs the original kernels and keeps its bits; everything else runs the full law
+Step paths: the paper's model (``Physics.rotation`` false, integrator 'euler', no rolling resistance
+or cohesion) runs its own kernels: fused into one pass over the renumbered slots
+(engine.backends.cpu_fused) wherever the slots are renumbered, otherwise (colliders) as three passes
+(``pair_forces``, ``gather_reactions``, ``integrate``). Everything else runs the full law
 (``pair_forces_full``, ``kick``, and ``drift`` for velocity Verlet), see docs/physics.md.
 """
 
@@ -30,6 +32,7 @@ import time
 import numpy as np
 
 from . import cpu_kernels as k
+from .cpu_fused import block_reach, crossing_forces, fused_step, split_blocks
 from .cpu_neighbors import NeighborListCpu
 from .base import Backend, StepTimings
 from ..bonds import bond_rows, bonds_per_particle
@@ -84,6 +87,7 @@ class BackendCpu(Backend):
         self.wall_mask = physics.domain.wall_mask()
         self.neighbors = NeighborListCpu(n)
         self.force = np.zeros((n, 3), np.float64)
+        self.touched = np.zeros(n, np.uint8)  # the fused step's: force[i] written this step
         self.pair_force = np.zeros((0, 3), np.float64)
         frictional = any(m.friction > 0 for m in physics.materials) or physics.domain.wall_friction > 0
         # Without friction both models give F_t = 0; skip the springs' bookkeeping then.
@@ -126,7 +130,21 @@ class BackendCpu(Backend):
         self.pair_torque = np.zeros((0, 6), np.float64)
         self.primed = False  # Verlet: acc/alpha hold the accelerations of the current state
         self.pos_ref = np.zeros((n, 3), np.float32)
+        self.interior = np.zeros(n, np.uint8)  # set at each build (cpu_kernels.mark_interior)
+        self.drift_bound = 0.0  # [m] bound on any grain's displacement since the build (_step_fused)
+        # float32 rounding a step may add to a displacement [m]: a few ulps of the largest coordinate.
+        self.rounding_per_step = 4.0 * 2.0 ** -23 * max(float(np.max(np.abs(np.concatenate([self.lo, self.hi])))),
+                                                         float(model.radius.max()))
+        # With colliders every grain is tested against the walls: their swept test moves grains after
+        # the displacement check that mark_interior's margin relies on.
+        self.near_all = np.zeros(n, np.uint8)
+        self.all_slots = np.arange(n, dtype=np.int64)
+        self.near = self.all_slots
         self.step_index = 0
+        self.builds = 0  # list builds so far (keys the fused step's blocks)
+        #: Blocks of the fused step: None = one per numba thread; a number to test other cuts.
+        self.fused_blocks: int | None = None
+        self._blocks_key = None
         self._reset_slots()
         self.pos = self.vel = self.active = self.omega = self.quat = None
         self._restored = None
@@ -153,8 +171,13 @@ class BackendCpu(Backend):
     def _reorder(self, order: np.ndarray) -> None:
         """Renumber the slots: new slot s holds what old slot ``order[s]`` held, in every array of
         ``PER_PARTICLE`` (the one place that knows them all)."""
+        n = order.shape[0]
         for name in self.PER_PARTICLE:
-            setattr(self, name, np.ascontiguousarray(getattr(self, name)[order]))
+            source = np.ascontiguousarray(getattr(self, name))
+            out = np.empty_like(source)
+            if source.size:
+                k.take_rows(source.reshape(n, -1), order, out.reshape(n, -1))
+            setattr(self, name, out)
 
     def _to_ids(self, per_slot: np.ndarray) -> np.ndarray:
         """A per-slot array (first axis) in particle-id order."""
@@ -341,7 +364,21 @@ class BackendCpu(Backend):
         if self.keep_hist and old_j.shape[0]:
             k.remap_history(old_start, old_j, old_hist, nb.nbr_start, nb.nbr_j, self.hist, new_to_old)
         self.pos_ref[:] = self.pos
+        # Rounding allowance of float32 centres on top of the half skin the rebuild rule allows.
+        extent = float(np.max(np.abs(np.concatenate([self.lo, self.hi]))))
+        k.mark_interior(self.pos, self.radius, self.active, self.lo, self.hi,
+                        0.5 * nb.skin + 1e-6 * max(extent, 1.0), self.interior)
+        self.near = np.flatnonzero(self.interior == 0)  # the slots wall_forces looks at
+        self.force[:] = 0.0  # the fused step's invariant (engine.backends.cpu_fused)
+        self.touched[:] = 0
+        self.drift_bound = 0.0  # [m] see _step_fused
+        self.builds += 1
         self.needs_build = False
+
+    def prepare(self) -> None:
+        """Build the neighbour list now if the next step would (see ``Backend.prepare``)."""
+        if self.needs_build:
+            self._build(self._acceleration(self.step_index))
 
     def step(self, count: int) -> StepTimings:
         import numba
@@ -367,9 +404,28 @@ class BackendCpu(Backend):
                 f"particle moves at {math.sqrt(speed2):.3g} m/s, above the limit of "
                 f"{physics.speed_limit:.3g} m/s; lower dt or the stiffness.", self.step_index)
 
+    def _blocks(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The fused step's blocks for the current list: (block_start, cross_from, reached_to)."""
+        import numba
+
+        blocks = self.fused_blocks or numba.get_num_threads()
+        key = (self.builds, blocks)
+        if key != self._blocks_key:
+            nb = self.neighbors
+            start = split_blocks(nb.nbr_start, blocks)
+            if blocks == 1:  # nothing crosses: skip the pass over the list
+                n = self.model.particle_count
+                self._block_plan = (start, np.array([n], np.int64), np.zeros(1, np.int64))
+            else:
+                self._block_plan = (start, *block_reach(nb.nbr_start, nb.nbr_j, start))
+            self._blocks_key = key
+        return self._block_plan
+
     def _step(self, count: int) -> StepTimings:
         if self.full:
             return self._step_full(count)
+        if self.reorder:
+            return self._step_fused(count)
         physics = self.model.physics
         m = self.model
         timings = StepTimings()
@@ -394,10 +450,14 @@ class BackendCpu(Backend):
                                      self.material, self.active, self.force, physics)
                 timings.colliders_s += time.perf_counter() - c0
             t2 = time.perf_counter()
+            near = self.near if colliders is None else self.all_slots
+            k.wall_forces(near, self.pos, self.vel, self.radius, self.mass, self.material, self.active, self.lo,
+                          self.hi, self.wall_mask, self.wall_beta, self.wall_mu, stiffness, self.spring, self.wall_hist,
+                          self.wall_touch, physics.dt, self.force, self.touched)
             disp2, speed2, bad = k.integrate(
-                self.pos, self.vel, self.force, self.radius, self.mass, self.material, self.active, accel,
-                physics.dt, self.lo, self.hi, self.wall_mask, self.wall_beta, self.wall_mu, stiffness,
-                self.spring, self.wall_hist, self.wall_touch, self.field_table, self.field_grid, self.pos_ref)
+                self.pos, self.vel, self.force, self.mass, self.active, accel, physics.dt, self.lo, self.hi,
+                self.wall_mask, self.interior if colliders is None else self.near_all, self.field_table,
+                self.field_grid, self.pos_ref)
             if colliders is not None:
                 # Swept test from old to new centre: catches grains that would tunnel through a wall.
                 c0 = time.perf_counter()
@@ -412,6 +472,50 @@ class BackendCpu(Backend):
             timings.build_s += t1 - t0
             timings.detect_s += t2 - t1
             timings.update_s += t3 - t2
+            timings.steps += 1
+        return timings
+
+    def _step_fused(self, count: int) -> StepTimings:
+        """Steps of the paper model over renumbered slots: one fused pass each (engine.backends.cpu_fused).
+        Detection and integration share the pass, so their time is reported together as ``fused_s``."""
+        physics = self.model.physics
+        timings = StepTimings()
+        stiffness = float(physics.stiffness)
+        for _ in range(count):
+            accel = self._acceleration(self.step_index)
+            t0 = time.perf_counter()
+            if self.needs_build:
+                self._build(accel)
+                timings.rebuilds += 1
+            start, cross_from, reached_to = self._blocks()
+            t1 = time.perf_counter()
+            nb = self.neighbors
+            if start.shape[0] > 2:
+                crossing_forces(self.pos, self.vel, self.radius, self.mass, self.material, self.active,
+                                nb.nbr_start, nb.nbr_j, self.beta, self.mu, stiffness, self.spring, physics.dt,
+                                self.hist, self.pair_force, start, cross_from)
+            measure = self.drift_bound >= 0.5 * nb.skin
+            k.wall_forces(self.near, self.pos, self.vel, self.radius, self.mass, self.material, self.active, self.lo,
+                          self.hi, self.wall_mask, self.wall_beta, self.wall_mu, stiffness, self.spring, self.wall_hist,
+                          self.wall_touch, physics.dt, self.force, self.touched)
+            disp2, speed2, bad = fused_step(
+                self.pos, self.vel, self.force, self.touched, self.radius, self.mass, self.material, self.active,
+                nb.nbr_start, nb.nbr_j, nb.rev_start, nb.rev_pair, self.beta, self.mu, stiffness, self.spring, physics.dt,
+                self.hist, self.pair_force, start, reached_to, accel, self.lo, self.hi, self.wall_mask, self.interior,
+                self.field_table, self.field_grid, self.pos_ref, measure)
+            self.step_index += 1
+            self._check_diverged(bad, speed2)
+            # No grain moved further since the build than the fastest grain's speed summed over the
+            # steps (plus float32 rounding): below half the skin that bound spares the pass reading
+            # pos_ref; from the step it reaches it on, the displacement is measured (this step by a
+            # separate pass, then inside the fused one), so the rebuilds are the very same.
+            self.drift_bound += math.sqrt(speed2) * physics.dt * (1.0 + 1e-6) + self.rounding_per_step
+            if not measure and self.drift_bound >= 0.5 * nb.skin:
+                disp2 = k.max_displacement_squared(self.pos, self.pos_ref)
+            if 4.0 * disp2 > nb.skin * nb.skin:
+                self.needs_build = True
+            timings.build_s += t1 - t0
+            timings.fused_s += time.perf_counter() - t1
             timings.steps += 1
         return timings
 

@@ -77,23 +77,14 @@ def assign_cells(pos, active, lo, inv_h, dims, cell_of):
             cell_of[i] = -1
 
 
-@njit(**KERNEL_OPTIONS)
-def neighbour_offsets(dims):
-    """Linear-index offsets of the 13 'forward' neighbour cells (half stencil), int64 (13,).
-
-    Every pair of particles in adjacent cells is seen exactly once: from the cell whose neighbour
-    lies forward of it. Pairs inside one cell are taken in sorted order.
-    """
-    out = np.empty(13, np.int64)
-    n = 0
-    for ax in range(-1, 2):
-        for ay in range(-1, 2):
-            for az in range(-1, 2):
-                offset = (ax * dims[1] + ay) * dims[2] + az
-                if offset > 0:
-                    out[n] = offset
-                    n += 1
-    return out
+@njit(parallel=True, **KERNEL_OPTIONS)
+def take_rows(source, order, out):
+    """out[s] = source[order[s]] for 2-D arrays (first axis: particles); numpy's fancy indexing is
+    several times slower on the narrow rows the backend keeps."""
+    for s in prange(order.shape[0]):
+        src = order[s]
+        for c in range(source.shape[1]):
+            out[s, c] = source[src, c]
 
 
 @njit(**KERNEL_OPTIONS)
@@ -128,40 +119,6 @@ def gather_sorted(pos, radius, cell_of, order, spos, srad, scell):
 
 
 @njit(**KERNEL_OPTIONS)
-def _within(a, b, xi, yi, zi, ri, spos, srad):
-    # float64, like the contact test itself: a candidate test in float32 could drop exact touches.
-    dx = xi - np.float64(spos[b, 0])
-    dy = yi - np.float64(spos[b, 1])
-    dz = zi - np.float64(spos[b, 2])
-    reach = ri + np.float64(srad[b])
-    return dx * dx + dy * dy + dz * dz <= reach * reach
-
-
-@njit(**KERNEL_OPTIONS)
-def _scan(a, spos, srad, scell, order, cell_start, offsets, skin, out, slot):
-    """Candidates of the particle at sorted position a: later particles of its own cell and all
-    particles of the 13 forward cells closer than r_i + r_j + skin. Writes their original ids to
-    ``out[slot:]`` when ``slot`` ≥ 0; returns how many there are. (Driven by engine.backends.cpu_neighbors.)"""
-    c = scell[a]
-    xi, yi, zi = np.float64(spos[a, 0]), np.float64(spos[a, 1]), np.float64(spos[a, 2])
-    ri = np.float64(srad[a]) + skin
-    found = 0
-    for b in range(a + 1, cell_start[c + 1]):
-        if _within(a, b, xi, yi, zi, ri, spos, srad):
-            if slot >= 0:
-                out[slot + found] = order[b]
-            found += 1
-    for o in range(offsets.shape[0]):
-        cell = c + offsets[o]
-        for b in range(cell_start[cell], cell_start[cell + 1]):
-            if _within(a, b, xi, yi, zi, ri, spos, srad):
-                if slot >= 0:
-                    out[slot + found] = order[b]
-                found += 1
-    return found
-
-
-@njit(**KERNEL_OPTIONS)
 def transpose_pairs(nbr_j, particle_count):
     """Transpose of the half list: (rev_start (n+1,), rev_pair (P,)), entries in increasing p."""
     rev_start = np.zeros(particle_count + 1, np.int64)
@@ -180,7 +137,8 @@ def transpose_pairs(nbr_j, particle_count):
 
 @njit(**KERNEL_OPTIONS)
 def _contact(dx, dy, dz, dist, overlap, dvx, dvy, dvz, m_eff, stiffness, beta, mu, spring, hist, h, dt):
-    """Contact law of engine.contact_law on one pair: force on i as (fx, fy, fz).
+    """Contact law of engine.contact_law on one pair: force on i as (fx, fy, fz), the normal being
+    (dx, dy, dz) / dist (three divisions, as the device code of the colliders has it, to the bit).
 
     With ``spring`` true the tangential force comes from the elastic displacement stored in
     ``hist[h]`` (3 components, updated in place); otherwise from the capped dashpot.
@@ -189,6 +147,13 @@ def _contact(dx, dy, dz, dist, overlap, dvx, dvy, dvz, m_eff, stiffness, beta, m
         nx, ny, nz = dx / dist, dy / dist, dz / dist
     else:
         nx, ny, nz = 1.0, 0.0, 0.0
+    return contact_along(nx, ny, nz, overlap, dvx, dvy, dvz, m_eff, stiffness, beta, mu, spring, hist, h, dt)
+
+
+@njit(inline="always", **KERNEL_OPTIONS)
+def contact_along(nx, ny, nz, overlap, dvx, dvy, dvz, m_eff, stiffness, beta, mu, spring, hist, h, dt):
+    """``_contact`` for a given unit normal (nx, ny, nz) (walls; grain pairs, whose normal
+    ``touching_force`` forms with one division)."""
     root = math.sqrt(m_eff * stiffness)
     v_n = dvx * nx + dvy * ny + dvz * nz
     f_n = stiffness * overlap - 2.0 * beta * root * v_n
@@ -220,6 +185,8 @@ def _contact(dx, dy, dz, dist, overlap, dvx, dvy, dvz, m_eff, stiffness, beta, m
         hist[h, 1] = sy
         hist[h, 2] = sz
         return fx + ftx, fy + fty, fz + ftz
+    if cap <= 0.0:  # frictionless or pulling apart: F_t = min(·, 0) = 0 (skips a sqrt and a division)
+        return fx, fy, fz
     speed_t = math.sqrt(tx * tx + ty * ty + tz * tz)
     if speed_t > 0.0:
         f_t = min(2.0 * root * speed_t, cap) / speed_t
@@ -227,6 +194,44 @@ def _contact(dx, dy, dz, dist, overlap, dvx, dvy, dvz, m_eff, stiffness, beta, m
         fy -= f_t * ty
         fz -= f_t * tz
     return fx, fy, fz
+
+
+@njit(inline="always", **KERNEL_OPTIONS)  # inlined: a call with this many arguments costs more than the pair
+def touching_force(i, j, p, dx, dy, dz, d2, reach, vel, mass, material, beta_table, mu_table, stiffness, spring, dt,
+                   hist):
+    """Force on i [N] of list entry p whose particles touch (x_i − x_j = (dx, dy, dz), d2 its square,
+    reach = r_i + r_j, all float64 [m, m²]) as (fx, fy, fz)."""
+    dist = math.sqrt(d2)
+    if dist > 0.0:
+        inverse = 1.0 / dist  # one division, not three (divisions bound this kernel)
+        nx, ny, nz = dx * inverse, dy * inverse, dz * inverse
+    else:
+        nx, ny, nz = 1.0, 0.0, 0.0
+    mi = np.float64(mass[i])
+    mj = np.float64(mass[j])
+    return contact_along(nx, ny, nz, reach - dist, np.float64(vel[i, 0]) - vel[j, 0],
+                         np.float64(vel[i, 1]) - vel[j, 1], np.float64(vel[i, 2]) - vel[j, 2], mi * mj / (mi + mj),
+                         stiffness, beta_table[material[i], material[j]], mu_table[material[i], material[j]],
+                         spring, hist, p, dt)
+
+
+@njit(inline="always", **KERNEL_OPTIONS)
+def pair_force_of(i, j, p, pos, vel, radius, mass, material, beta_table, mu_table, stiffness, spring, dt, hist):
+    """Force on i [N] of list entry p (particles i, j, both active) as (fx, fy, fz): zero when apart,
+    where a live tangential spring ``hist[p]`` is also cleared."""
+    dx = np.float64(pos[i, 0]) - pos[j, 0]
+    dy = np.float64(pos[i, 1]) - pos[j, 1]
+    dz = np.float64(pos[i, 2]) - pos[j, 2]
+    reach = np.float64(radius[i]) + radius[j]
+    d2 = dx * dx + dy * dy + dz * dz
+    if d2 > reach * reach:
+        if spring:  # hist has no rows without springs
+            hist[p, 0] = 0.0
+            hist[p, 1] = 0.0
+            hist[p, 2] = 0.0
+        return 0.0, 0.0, 0.0
+    return touching_force(i, j, p, dx, dy, dz, d2, reach, vel, mass, material, beta_table, mu_table, stiffness,
+                          spring, dt, hist)
 
 
 @njit(parallel=True, **KERNEL_OPTIONS)
@@ -249,25 +254,8 @@ def pair_forces(pos, vel, radius, mass, material, active, nbr_start, nbr_j, beta
             j = nbr_j[p]
             if active[i] == 0 or active[j] == 0:
                 continue
-            dx = np.float64(pos[i, 0]) - pos[j, 0]
-            dy = np.float64(pos[i, 1]) - pos[j, 1]
-            dz = np.float64(pos[i, 2]) - pos[j, 2]
-            reach = np.float64(radius[i]) + radius[j]
-            d2 = dx * dx + dy * dy + dz * dz
-            if d2 > reach * reach:
-                if spring:  # hist has no rows without springs
-                    hist[p, 0] = 0.0
-                    hist[p, 1] = 0.0
-                    hist[p, 2] = 0.0
-                continue
-            dist = math.sqrt(d2)
-            mi = np.float64(mass[i])
-            mj = np.float64(mass[j])
-            fx, fy, fz = _contact(dx, dy, dz, dist, reach - dist,
-                                  np.float64(vel[i, 0]) - vel[j, 0], np.float64(vel[i, 1]) - vel[j, 1],
-                                  np.float64(vel[i, 2]) - vel[j, 2], mi * mj / (mi + mj), stiffness,
-                                  beta_table[material[i], material[j]], mu_table[material[i], material[j]],
-                                  spring, hist, p, dt)
+            fx, fy, fz = pair_force_of(i, j, p, pos, vel, radius, mass, material, beta_table, mu_table, stiffness,
+                                       spring, dt, hist)
             pair_force[p, 0] = fx
             pair_force[p, 1] = fy
             pair_force[p, 2] = fz
@@ -304,9 +292,145 @@ def _field_acceleration(x, y, z, vx, vy, vz, table, grid):
 
 
 @njit(parallel=True, **KERNEL_OPTIONS)
-def integrate(pos, vel, force, radius, mass, material, active, accel, dt, lo, hi, wall_mask,
-              wall_beta, wall_mu, stiffness, spring, wall_hist, wall_touch, field_table, field_grid, pos_ref):
-    """Wall contacts, fields, semi-implicit Euler, open-side exits, displacement since last build.
+def wall_forces(near, pos, vel, radius, mass, material, active, lo, hi, wall_mask, wall_beta, wall_mu, stiffness, spring,
+                wall_hist, wall_touch, dt, force, touched):
+    """Wall contacts of the particles ``near`` (slots, int64): each side's force added to ``force[i]``
+    [N] in side order, ``touched[i]`` set where one pushes; springs cleared where they end.
+
+    A pass of its own, over the few grains that can be at a wall (``mark_interior``), so the
+    integration loop every grain runs stays small. Uses the state before the step, as the pair forces do.
+    """
+    for k in prange(near.shape[0]):
+        i = near[k]
+        if active[i] != 0 and wall_candidate(i, pos, radius, lo, hi, wall_touch):
+            fx, fy, fz, pushed = _wall_sum(i, force[i, 0], force[i, 1], force[i, 2], pos, vel, radius, mass, material,
+                                           lo, hi, wall_mask, wall_beta, wall_mu, stiffness, spring, wall_hist,
+                                           wall_touch, dt)
+            if pushed:
+                force[i, 0] = fx
+                force[i, 1] = fy
+                force[i, 2] = fz
+                touched[i] = 1
+
+
+@njit(inline="always", **KERNEL_OPTIONS)
+def wall_candidate(i, pos, radius, lo, hi, wall_touch):
+    """Whether particle i may touch a side or holds a wall spring. Most grains are clear of every wall
+    plane (gap > r ⟺ overlap < 0 exactly, so the grains skipped are those the sides' loop would skip)."""
+    r = np.float64(radius[i])
+    return wall_touch[i] != 0 or not (pos[i, 0] - lo[0] > r and hi[0] - pos[i, 0] > r and
+                                      pos[i, 1] - lo[1] > r and hi[1] - pos[i, 1] > r and
+                                      pos[i, 2] - lo[2] > r and hi[2] - pos[i, 2] > r)
+
+
+@njit(**KERNEL_OPTIONS)
+def _wall_sum(i, fx, fy, fz, pos, vel, radius, mass, material, lo, hi, wall_mask, wall_beta, wall_mu, stiffness,
+              spring, wall_hist, wall_touch, dt):
+    """(fx, fy, fz) [N] plus the six sides' forces on particle i, added in side order, and whether any
+    side pushes."""
+    m = np.float64(mass[i])
+    r = np.float64(radius[i])
+    pushed = False
+    for side in range(6):
+        axis = side >> 1
+        if side & 1:
+            gap = hi[axis] - pos[i, axis]
+            sign = -1.0
+        else:
+            gap = pos[i, axis] - lo[axis]
+            sign = 1.0
+        overlap = r - gap
+        bit = 1 << side
+        if overlap < 0.0 or wall_mask[side] == 0:  # (one test first: cheaper than the mask)
+            # wall_touch remembers which springs are live, so the (n, 6, 3) history is only
+            # touched by particles at a wall: most particles never read it.
+            if wall_touch[i] & bit:
+                wall_hist[i, side, 0] = 0.0
+                wall_hist[i, side, 1] = 0.0
+                wall_hist[i, side, 2] = 0.0
+                wall_touch[i] &= ~bit
+            continue
+        if spring:  # only springs need clearing later (wall_hist has no rows without them)
+            wall_touch[i] |= bit
+        nx = sign if axis == 0 else 0.0
+        ny = sign if axis == 1 else 0.0
+        nz = sign if axis == 2 else 0.0
+        wx, wy, wz = contact_along(nx, ny, nz, overlap, np.float64(vel[i, 0]), np.float64(vel[i, 1]),
+                                   np.float64(vel[i, 2]), m, stiffness, wall_beta[material[i]],
+                                   wall_mu[material[i]], spring, wall_hist[i], side, dt)
+        fx += wx
+        fy += wy
+        fz += wz
+        pushed = True
+    return fx, fy, fz, pushed
+
+
+@njit(inline="always", **KERNEL_OPTIONS)  # inlined: a call with this many arguments costs ~150 ns
+def advance(i, fx, fy, fz, pos, vel, mass, active, accel, dt, lo, hi, wall_mask, open_sides, interior, field_table,
+            field_grid, pos_ref, measure):
+    """One active particle i under force (fx, fy, fz) [N] (pairs and walls, see ``wall_forces``):
+    fields, semi-implicit Euler, exit through an open side (``open_sides``: some ``wall_mask`` entry is
+    0), displacement since the last build. ``interior`` (n,) uint8: 1 where i cannot reach the box's
+    sides before the next build (``mark_interior``; all 0 is always right, only slower). ``measure``
+    false: the displacement is not wanted (returned as 0), see ``BackendCpu._step_fused``.
+
+    Returns:
+        (displacement² since the last build [m²], speed² [m²/s²], 1 if the position or velocity is no
+        longer finite, else 0; the first two are 0 then).
+    """
+    m = np.float64(mass[i])
+    px, py, pz = np.float64(pos[i, 0]), np.float64(pos[i, 1]), np.float64(pos[i, 2])
+    gx = gy = gz = 0.0
+    if field_table.shape[0]:  # the call costs ~15 ns a particle even with no field
+        gx, gy, gz = _field_acceleration(px, py, pz, np.float64(vel[i, 0]), np.float64(vel[i, 1]),
+                                         np.float64(vel[i, 2]), field_table, field_grid)
+    inverse_m = 1.0 / m  # one division, not three
+    vx = vel[i, 0] + (fx * inverse_m + accel[0] + gx) * dt
+    vy = vel[i, 1] + (fy * inverse_m + accel[1] + gy) * dt
+    vz = vel[i, 2] + (fz * inverse_m + accel[2] + gz) * dt
+    vel[i, 0] = vx
+    vel[i, 1] = vy
+    vel[i, 2] = vz
+    # Positions advance with the float32-rounded velocity, as a restored cache frame would.
+    pos[i, 0] = px + np.float64(vel[i, 0]) * dt
+    pos[i, 1] = py + np.float64(vel[i, 1]) * dt
+    pos[i, 2] = pz + np.float64(vel[i, 2]) * dt
+    speed2 = vx * vx + vy * vy + vz * vz
+    if not (math.isfinite(speed2) and math.isfinite(pos[i, 0] + pos[i, 1] + pos[i, 2])):
+        return 0.0, 0.0, 1
+    for axis in range(3 if open_sides and interior[i] == 0 else 0):
+        if (wall_mask[2 * axis] == 0 and pos[i, axis] < lo[axis]) or \
+                (wall_mask[2 * axis + 1] == 0 and pos[i, axis] > hi[axis]):
+            active[i] = 0
+    if not measure:
+        return 0.0, speed2, 0
+    ddx = pos[i, 0] - pos_ref[i, 0]
+    ddy = pos[i, 1] - pos_ref[i, 1]
+    ddz = pos[i, 2] - pos_ref[i, 2]
+    return ddx * ddx + ddy * ddy + ddz * ddz, speed2, 0
+
+
+@njit(parallel=True, **KERNEL_OPTIONS)
+def mark_interior(pos, radius, active, lo, hi, margin, interior):
+    """interior[i] = 1 where particle i is further than r_i + ``margin`` [m] from all six sides of the
+    box [lo, hi], else 0. With ``margin`` at least the displacement that triggers a rebuild (half the
+    skin) plus rounding, such a particle can neither touch a wall nor leave through an open side
+    before the next build: ``wall_forces`` is given only the others, and ``advance`` tests only them
+    for exits."""
+    for i in prange(pos.shape[0]):
+        reach = np.float64(radius[i]) + margin
+        inside = active[i] != 0
+        for axis in range(3):
+            x = np.float64(pos[i, axis])
+            if not (x - lo[axis] > reach and hi[axis] - x > reach):
+                inside = False
+        interior[i] = 1 if inside else 0
+
+
+@njit(parallel=True, **KERNEL_OPTIONS)
+def integrate(pos, vel, force, mass, active, accel, dt, lo, hi, wall_mask, interior, field_table, field_grid,
+              pos_ref):
+    """``advance`` for every active particle under ``force`` (n, 3) [N] (walls included: ``wall_forces``).
 
     Returns:
         (largest displacement² since the last build [m²], largest speed² [m²/s²], count of particles
@@ -315,76 +439,29 @@ def integrate(pos, vel, force, radius, mass, material, active, accel, dt, lo, hi
     max_disp2 = 0.0
     max_speed2 = 0.0
     bad = 0
+    open_sides = not wall_mask.all()
     for i in prange(pos.shape[0]):
         if active[i] == 0:
             continue
-        m = np.float64(mass[i])
-        r = np.float64(radius[i])
-        fx, fy, fz = force[i, 0], force[i, 1], force[i, 2]
-        # Most grains are clear of every wall plane and hold no wall spring: skip the six sides.
-        # (gap > r ⟺ overlap < 0 exactly, so the sides skipped are those the loop would skip.)
-        near = wall_touch[i] != 0 or not (pos[i, 0] - lo[0] > r and hi[0] - pos[i, 0] > r and
-                                          pos[i, 1] - lo[1] > r and hi[1] - pos[i, 1] > r and
-                                          pos[i, 2] - lo[2] > r and hi[2] - pos[i, 2] > r)
-        for side in range(6 if near else 0):
-            axis = side >> 1
-            if side & 1:
-                gap = hi[axis] - pos[i, axis]
-                sign = -1.0
-            else:
-                gap = pos[i, axis] - lo[axis]
-                sign = 1.0
-            overlap = r - gap
-            bit = 1 << side
-            if overlap < 0.0 or wall_mask[side] == 0:  # (one test first: cheaper than the mask)
-                # wall_touch remembers which springs are live, so the (n, 6, 3) history is only
-                # touched by particles at a wall: most particles never read it.
-                if wall_touch[i] & bit:
-                    wall_hist[i, side, 0] = 0.0
-                    wall_hist[i, side, 1] = 0.0
-                    wall_hist[i, side, 2] = 0.0
-                    wall_touch[i] &= ~bit
-                continue
-            if spring:  # only springs need clearing later (wall_hist has no rows without them)
-                wall_touch[i] |= bit
-            nx = sign if axis == 0 else 0.0
-            ny = sign if axis == 1 else 0.0
-            nz = sign if axis == 2 else 0.0
-            wx, wy, wz = _contact(nx, ny, nz, 1.0, overlap, np.float64(vel[i, 0]), np.float64(vel[i, 1]),
-                                  np.float64(vel[i, 2]), m, stiffness, wall_beta[material[i]],
-                                  wall_mu[material[i]], spring, wall_hist[i], side, dt)
-            fx += wx
-            fy += wy
-            fz += wz
-        px, py, pz = np.float64(pos[i, 0]), np.float64(pos[i, 1]), np.float64(pos[i, 2])
-        gx = gy = gz = 0.0
-        if field_table.shape[0]:  # the call costs ~15 ns a particle even with no field
-            gx, gy, gz = _field_acceleration(px, py, pz, np.float64(vel[i, 0]), np.float64(vel[i, 1]),
-                                             np.float64(vel[i, 2]), field_table, field_grid)
-        vx = vel[i, 0] + (fx / m + accel[0] + gx) * dt
-        vy = vel[i, 1] + (fy / m + accel[1] + gy) * dt
-        vz = vel[i, 2] + (fz / m + accel[2] + gz) * dt
-        vel[i, 0] = vx
-        vel[i, 1] = vy
-        vel[i, 2] = vz
-        # Positions advance with the float32-rounded velocity, as a restored cache frame would.
-        pos[i, 0] = px + np.float64(vel[i, 0]) * dt
-        pos[i, 1] = py + np.float64(vel[i, 1]) * dt
-        pos[i, 2] = pz + np.float64(vel[i, 2]) * dt
-        speed2 = vx * vx + vy * vy + vz * vz
-        if not (math.isfinite(speed2) and math.isfinite(pos[i, 0] + pos[i, 1] + pos[i, 2])):
-            bad += 1
-            continue
-        for axis in range(3):
-            if (wall_mask[2 * axis] == 0 and pos[i, axis] < lo[axis]) or \
-                    (wall_mask[2 * axis + 1] == 0 and pos[i, axis] > hi[axis]):
-                active[i] = 0
+        disp2, speed2, broken = advance(i, force[i, 0], force[i, 1], force[i, 2], pos, vel, mass, active, accel, dt,
+                                        lo, hi, wall_mask, open_sides, interior, field_table, field_grid, pos_ref,
+                                        True)
+        bad += broken
+        max_disp2 = max(max_disp2, disp2)
+        max_speed2 = max(max_speed2, speed2)
+    return max_disp2, max_speed2, bad
+
+
+@njit(parallel=True, **KERNEL_OPTIONS)
+def max_displacement_squared(pos, pos_ref):
+    """Largest |x − x_ref|² over all slots [m²], computed as ``advance`` computes it (float32)."""
+    out = 0.0
+    for i in prange(pos.shape[0]):
         ddx = pos[i, 0] - pos_ref[i, 0]
         ddy = pos[i, 1] - pos_ref[i, 1]
         ddz = pos[i, 2] - pos_ref[i, 2]
-        max_disp2 = max(max_disp2, ddx * ddx + ddy * ddy + ddz * ddz)
-        max_speed2 = max(max_speed2, speed2)
-    return max_disp2, max_speed2, bad
+        out = max(out, ddx * ddx + ddy * ddy + ddz * ddz)
+    return out
 
 
 @njit(parallel=True, **KERNEL_OPTIONS)

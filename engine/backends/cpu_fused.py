@@ -1,0 +1,194 @@
+"""The paper model's CPU step in one pass: contact forces and integration fused, in blocks of slots.
+
+Why one pass is enough: after the cell-order renumbering (engine.backends.cpu_neighbors) every entry of
+particle i's half-list row names a later slot, j > i. Walking the slots in order, when the pass reaches i
+every row that holds i is done except i's own; the reactions of those rows were added straight into
+``force[i]`` (Newton's third law, as LAMMPS's serial pair loop does), so after i's own row the force on
+i is complete and i is advanced at once (``cpu_kernels.advance``: walls, fields, Euler). Moving i changes
+nothing a later row reads, since later rows name only later slots. This drops the two-pass path's
+per-entry force buffer, its gather pass and its separate integration pass, which cost more than the
+contact arithmetic itself.
+
+Threads: the slots are cut into consecutive blocks, one per thread, of about equal cost (list entries
+plus particles, ``split_blocks``). A row near the end of a block may name slots of later blocks; those
+"crossing" entries are computed first, before anything moves (``crossing_forces``, into ``pair_force``),
+and each later block starts its particles' forces from them (``fused_step``). Every particle's force is
+summed in the same order whatever the blocks: the walls' push (``cpu_kernels.wall_forces``, a pass of
+its own over the grains near a side, before this one), the reactions of earlier rows in row order, then
+its own row's entries in order. Sums start at +0.0, so adding the zero force of a non-touching entry never
+changes a bit. The result is therefore the same for any number of blocks or threads (same bits).
+
+Force invariant: ``force`` is all zero between steps and ``touched`` (n,) uint8 marks the particles
+whose entry was written during the step (each is cleared as its particle is advanced), so only the
+slots reached by crossing entries need setting at the start of a block, and a particle nothing pushed
+costs one byte read instead of a 24-byte read and store (most of them, in a falling cloud).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from .cpu_kernels import KERNEL_OPTIONS, advance, pair_force_of, touching_force
+
+#: Cost of advancing one particle, in list entries, for balancing the blocks.
+PARTICLE_COST = 1.5
+
+
+def split_blocks(nbr_start: np.ndarray, blocks: int) -> np.ndarray:
+    """Block boundaries over the slots, int64 (blocks + 1,): block b is [start[b], start[b + 1]), each of
+    about equal cost (its list entries plus ``PARTICLE_COST`` per particle)."""
+    n = nbr_start.shape[0] - 1
+    cost = nbr_start.astype(np.float64) + PARTICLE_COST * np.arange(n + 1)
+    targets = cost[-1] * np.arange(1, blocks) / blocks
+    inner = np.searchsorted(cost, targets).astype(np.int64)
+    return np.concatenate(([0], inner, [n])).astype(np.int64)
+
+
+@njit(**KERNEL_OPTIONS)
+def block_reach(nbr_start, nbr_j, block_start):
+    """Where the crossing entries are, per block b (each int64 (blocks,)):
+
+    - ``cross_from[b]``: the first row of block b holding an entry past the block (its rows from there
+      on are the ones ``crossing_forces`` scans; the block's end when there is none);
+    - ``reached_to[b]``: one past the last slot of block b named by a row of an earlier block (the slots
+      [block_start[b], reached_to[b]) start their force from crossing reactions).
+    """
+    blocks = block_start.shape[0] - 1
+    cross_from = np.empty(blocks, np.int64)
+    reached_to = np.empty(blocks, np.int64)
+    furthest = -1  # largest slot named by any row so far
+    for b in range(blocks):
+        s0 = block_start[b]
+        s1 = block_start[b + 1]
+        reached_to[b] = min(max(furthest + 1, s0), s1)
+        first = s1
+        for i in range(s0, s1):
+            for p in range(nbr_start[i], nbr_start[i + 1]):
+                j = nbr_j[p]
+                if j >= s1 and i < first:
+                    first = i
+                if j > furthest:
+                    furthest = j
+        cross_from[b] = first
+    return cross_from, reached_to
+
+
+@njit(parallel=True, **KERNEL_OPTIONS)
+def crossing_forces(pos, vel, radius, mass, material, active, nbr_start, nbr_j, beta_table, mu_table, stiffness,
+                    spring, dt, hist, pair_force, block_start, cross_from):
+    """Force on i [N] of every entry whose j lies in a later block, to ``pair_force[p]`` (zero when either
+    particle is inactive), from the state before the step."""
+    for b in prange(block_start.shape[0] - 1):
+        s1 = block_start[b + 1]
+        for i in range(cross_from[b], s1):
+            for p in range(nbr_start[i], nbr_start[i + 1]):
+                j = nbr_j[p]
+                if j < s1:
+                    continue
+                fx = fy = fz = 0.0
+                if active[i] != 0 and active[j] != 0:
+                    fx, fy, fz = pair_force_of(i, j, p, pos, vel, radius, mass, material, beta_table, mu_table,
+                                               stiffness, spring, dt, hist)
+                pair_force[p, 0] = fx
+                pair_force[p, 1] = fy
+                pair_force[p, 2] = fz
+
+
+@njit(parallel=True, **KERNEL_OPTIONS)
+def fused_step(pos, vel, force, touched, radius, mass, material, active, nbr_start, nbr_j, rev_start, rev_pair,
+               beta_table, mu_table, stiffness, spring, dt, hist, pair_force, block_start, reached_to, accel, lo, hi,
+               wall_mask, interior, field_table, field_grid, pos_ref, measure):
+    """One step of the paper model for every slot (see the module docstring); call
+    ``cpu_kernels.wall_forces`` first (it adds the walls' push to ``force``), then ``crossing_forces``
+    when there is more than one block. ``interior``, ``measure``: see ``cpu_kernels.advance``.
+
+    Returns:
+        (largest displacement² since the last build [m²], largest speed² [m²/s²], count of particles
+        with a non-finite position or velocity), as ``cpu_kernels.integrate``.
+    """
+    blocks = block_start.shape[0] - 1
+    open_sides = not wall_mask.all()
+    disp2_of = np.zeros(blocks)
+    speed2_of = np.zeros(blocks)
+    bad_of = np.zeros(blocks, np.int64)
+    for b in prange(blocks):
+        s0 = block_start[b]
+        s1 = block_start[b + 1]
+        first_own = nbr_start[s0]
+        for j in range(s0, reached_to[b]):  # reactions of earlier blocks' rows, in row order
+            fx = force[j, 0]  # zero, or the walls' push (cpu_kernels.wall_forces)
+            fy = force[j, 1]
+            fz = force[j, 2]
+            for q in range(rev_start[j], rev_start[j + 1]):
+                p = rev_pair[q]
+                if p >= first_own:
+                    break
+                fx -= pair_force[p, 0]
+                fy -= pair_force[p, 1]
+                fz -= pair_force[p, 2]
+            force[j, 0] = fx
+            force[j, 1] = fy
+            force[j, 2] = fz
+            touched[j] = 1
+        max_disp2 = 0.0
+        max_speed2 = 0.0
+        bad = 0
+        for i in range(s0, s1):
+            fx = 0.0
+            fy = 0.0
+            fz = 0.0
+            if touched[i]:  # only then is force[i] not zero: one byte read instead of 24, and no store
+                fx = force[i, 0]
+                fy = force[i, 1]
+                fz = force[i, 2]
+                force[i, 0] = 0.0  # the invariant: zero again for the next step
+                force[i, 1] = 0.0
+                force[i, 2] = 0.0
+                touched[i] = 0
+            if active[i] == 0:
+                continue
+            # i's centre in registers: the loop stores to force[], which the compiler must otherwise
+            # assume could change pos[i].
+            xi = np.float64(pos[i, 0])
+            yi = np.float64(pos[i, 1])
+            zi = np.float64(pos[i, 2])
+            ri = np.float64(radius[i])
+            for p in range(nbr_start[i], nbr_start[i + 1]):
+                j = nbr_j[p]
+                if j >= s1:  # crossing: computed by crossing_forces
+                    gx = pair_force[p, 0]
+                    gy = pair_force[p, 1]
+                    gz = pair_force[p, 2]
+                else:
+                    if active[j] == 0:
+                        continue
+                    dx = xi - pos[j, 0]
+                    dy = yi - pos[j, 1]
+                    dz = zi - pos[j, 2]
+                    reach = ri + radius[j]
+                    d2 = dx * dx + dy * dy + dz * dz
+                    if d2 > reach * reach:  # apart: no force (adding its zero would change no bit)
+                        if spring:
+                            hist[p, 0] = 0.0
+                            hist[p, 1] = 0.0
+                            hist[p, 2] = 0.0
+                        continue
+                    gx, gy, gz = touching_force(i, j, p, dx, dy, dz, d2, reach, vel, mass, material, beta_table,
+                                                mu_table, stiffness, spring, dt, hist)
+                    force[j, 0] -= gx
+                    force[j, 1] -= gy
+                    force[j, 2] -= gz
+                    touched[j] = 1
+                fx += gx
+                fy += gy
+                fz += gz
+            disp2, speed2, broken = advance(i, fx, fy, fz, pos, vel, mass, active, accel, dt, lo, hi, wall_mask,
+                                            open_sides, interior, field_table, field_grid, pos_ref, measure)
+            bad += broken
+            max_disp2 = max(max_disp2, disp2)
+            max_speed2 = max(max_speed2, speed2)
+        disp2_of[b] = max_disp2
+        speed2_of[b] = max_speed2
+        bad_of[b] = bad
+    return disp2_of.max(), speed2_of.max(), bad_of.sum()
