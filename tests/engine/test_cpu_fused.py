@@ -1,0 +1,136 @@
+"""The paper model's fused CPU step (engine.backends.cpu_fused) and what feeds it: the same bits for any
+cut into blocks, the same physics as the three-pass path, a neighbour list holding exactly the pairs
+within reach, walls and exits for grains near a side, and rebuilds unchanged by the displacement bound."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import engine.backends.cpu as cpu_module
+from engine.backends.cpu import BackendCpu
+from engine.backends.cpu_neighbors import NeighborListCpu
+
+from .conftest import brute_force_pairs, scene
+
+
+def _heap(rng, n=3000, friction=0.3, open_sides=()):
+    """Grains dropped at the floor of a small box: contacts, walls, springs and (with open sides) exits."""
+    positions = rng.uniform([-0.3, -1.0, -0.3], [0.3, -0.6, 0.3], (n, 3))
+    velocities = rng.normal(0.0, 0.5, (n, 3))
+    return scene(positions, rng.uniform(0.006, 0.009, n), velocities=velocities, gravity=(0.0, -9.81, 0.0),
+                 lo=(-0.3, -1.0, -0.3), hi=(0.3, 1.0, 0.3), friction=friction, stiffness=2.0e3, dt=1e-4,
+                 open_sides=open_sides, rotation=False, integrator="euler")
+
+
+def _run(setup, steps, **attributes):
+    backend = BackendCpu(setup.model)
+    for name, value in attributes.items():
+        setattr(backend, name, value)
+    backend.set_state(setup.state)
+    timings = backend.step(steps)
+    return backend, backend.get_state(), timings
+
+
+@pytest.mark.parametrize("friction, open_sides", [(0.0, ()), (0.4, ("-x",))])
+def test_same_bits_for_any_number_of_blocks(rng, friction, open_sides):
+    """1, 2, 3 and 7 blocks (threads or not) give the same bits: positions, velocities, springs."""
+    setup = _heap(rng, friction=friction, open_sides=open_sides)
+    runs = [_run(setup, 250, fused_blocks=blocks) for blocks in (1, 2, 3, 7)]
+    (reference, first, timings), *others = runs
+    assert not reference.full and reference.reorder  # the fused path ran
+    assert timings.fused_s > 0 and timings.detect_s == 0
+    assert len(reference.contact_pairs()) > 50
+    if open_sides:
+        assert 0 < first.active.sum() < setup.model.particle_count  # some left through the open side
+    history = reference.get_contact_history()
+    for backend, state, _ in others:
+        assert np.array_equal(state.positions, first.positions)
+        assert np.array_equal(state.velocities, first.velocities)
+        assert np.array_equal(state.active, first.active)
+        other = backend.get_contact_history()
+        for key in ("pair_i", "pair_j", "pair_spring", "wall_spring"):
+            assert np.array_equal(other[key], history[key]), key
+
+
+def test_blocks_really_cross(rng, monkeypatch):
+    """With several blocks, forces across a block boundary matter: dropping the crossing reactions
+    changes the result (so the test above compares something)."""
+    setup = _heap(rng)
+    _, honest, _ = _run(setup, 150, fused_blocks=3)
+    real = cpu_module.block_reach
+
+    def without_crossing_reactions(nbr_start, nbr_j, block_start):
+        cross_from, reached_to = real(nbr_start, nbr_j, block_start)
+        assert (reached_to > block_start[:-1])[1:].all()  # later blocks do receive reactions
+        return cross_from, block_start[:-1].copy()
+
+    monkeypatch.setattr(cpu_module, "block_reach", without_crossing_reactions)
+    _, broken, _ = _run(setup, 150, fused_blocks=3)
+    assert not np.allclose(honest.velocities, broken.velocities, atol=1e-3)
+
+
+def test_fused_and_three_pass_paths_agree(rng):
+    """The fused step and the three-pass path (kept for colliders; here forced by not renumbering) run
+    the same physics: same grains left, positions within float32 rounding drift."""
+    setup = _heap(rng, open_sides=("-x",))
+    fused, a, _ = _run(setup, 300)
+    plain, b, _ = _run(setup, 300, reorder=False)
+    assert fused.reorder and not plain.reorder
+    assert a.active.tolist() == b.active.tolist()
+    np.testing.assert_allclose(a.positions, b.positions, rtol=0, atol=2e-4)
+    np.testing.assert_allclose(a.velocities, b.velocities, rtol=0, atol=5e-2)
+
+
+def test_list_holds_exactly_the_pairs_within_reach(rng):
+    """The run-based cell scan lists every pair closer than r_i + r_j + skin once, and no other."""
+    n = 2500
+    positions = rng.uniform(-0.5, 0.5, (n, 3)).astype(np.float32)
+    radius = rng.uniform(0.01, 0.02, n).astype(np.float32)
+    active = np.ones(n, np.uint8)
+    active[::17] = 0
+    skin = 0.01
+    nb = NeighborListCpu(n)
+    nb.bin(positions, radius, active, skin)
+    nb.build(positions, radius, in_cell_order=False)
+    i, j = nb.pairs()
+    listed = {(min(a, b), max(a, b)) for a, b in zip(i.tolist(), j.tolist())}
+    assert len(listed) == nb.pair_count  # each pair once
+    keep = np.flatnonzero(active)
+    inflated = brute_force_pairs(positions[keep].astype(np.float64), radius[keep].astype(np.float64) + skin / 2)
+    expected = {(int(keep[a]), int(keep[b])) for a, b in inflated}
+    assert listed == expected
+
+
+def test_grains_near_walls_bounce_and_leave_through_open_sides(rng):
+    """Grains thrown at the walls within one list's lifetime: closed sides push them back (no grain
+    ends outside a closed side), the open side lets them out, as in the three-pass path."""
+    n = 1500
+    positions = rng.uniform(-0.25, 0.25, (n, 3))
+    velocities = rng.normal(0.0, 3.0, (n, 3))
+    setup = scene(positions, np.full(n, 0.01), velocities=velocities, lo=(-0.3, -0.3, -0.3), hi=(0.3, 0.3, 0.3),
+                  open_sides=("+y",), stiffness=1.0e4, dt=5e-5, rotation=False, integrator="euler")
+    fused, state, _ = _run(setup, 2000)
+    plain, reference, _ = _run(setup, 2000, reorder=False)
+    inside = state.active.astype(bool)
+    assert 0 < inside.sum() < n
+    assert state.active.tolist() == reference.active.tolist()
+    lo, hi = np.array([-0.3, -0.3, -0.3]), np.array([0.3, 0.3, 0.3])
+    assert (state.positions[inside] > lo - 0.01).all() and (state.positions[inside] < hi + 0.01).all()
+    assert (state.positions[~inside][:, 1] > 0.3).all()  # the ones gone left through +y
+    np.testing.assert_allclose(state.positions, reference.positions, rtol=0, atol=1e-3)
+
+
+def test_displacement_bound_changes_no_rebuild(rng):
+    """Skipping the displacement pass while the speed bound stays below half the skin gives the very
+    same rebuilds and bits as measuring it every step."""
+    setup = _heap(rng)
+    _, bounded, timings = _run(setup, 400)
+    backend = BackendCpu(setup.model)
+    backend.rounding_per_step = 1.0
+    backend.set_state(setup.state)
+    measured_timings = backend.step(400)
+    measured = backend.get_state()
+    assert 1 < timings.rebuilds == measured_timings.rebuilds
+    assert np.array_equal(bounded.positions, measured.positions)
+    assert np.array_equal(bounded.velocities, measured.velocities)
