@@ -32,7 +32,8 @@ import time
 import numpy as np
 
 from . import cpu_kernels as k
-from .cpu_fused import block_reach, crossing_forces, fused_step, split_blocks
+from .cpu_fused import (block_reach, crossing_forces, crossing_forces_full, fused_step, fused_step_full,
+                        split_blocks)
 from .cpu_neighbors import NeighborListCpu
 from .base import Backend, StepTimings
 from ..bonds import bond_rows, bonds_per_particle
@@ -542,6 +543,25 @@ class BackendCpu(Backend):
                                    self.force, physics, *((self.omega, self.torque) if self.rotation else ()))
             timings.colliders_s += time.perf_counter() - c0
 
+    def _fused_full(self, accel, dt_history: float, kick_dt: float):
+        """Pair forces and kick of the full law in one pass (engine.backends.cpu_fused); returns as ``_kick``."""
+        physics = self.model.physics
+        nb = self.neighbors
+        start, cross_from, reached_to = self._blocks()
+        stiffness = float(physics.stiffness)
+        if start.shape[0] > 2:
+            crossing_forces_full(self.pos, self.vel, self.omega, self.radius, self.mass, self.material, self.active,
+                                 nb.nbr_start, nb.nbr_j, self.beta, self.mu, self.roll, self.cohesion, stiffness,
+                                 self.spring, dt_history, self.hist, self.bonded, self.clump_of, self.pair_force,
+                                 self.pair_torque, start, cross_from)
+        return fused_step_full(
+            self.pos, self.vel, self.omega, self.quat, self.force, self.torque, self.touched, self.radius, self.mass,
+            self.material, self.active, nb.nbr_start, nb.nbr_j, nb.rev_start, nb.rev_pair, self.beta, self.mu,
+            self.roll, self.cohesion, stiffness, self.spring, dt_history, kick_dt, self.hist, self.bonded,
+            self.clump_of, self.pair_force, self.pair_torque, start, reached_to, accel, self.euler, self.rotation,
+            self.lo, self.hi, self.wall_mask, self.wall_beta, self.wall_mu, self.wall_roll, self.wall_cohesion,
+            self.wall_hist, self.wall_touch, self.field_table, self.field_grid, self.acc, self.alpha, self.pos_ref)
+
     def _kick(self, accel, dt_history: float, kick_dt: float):
         physics = self.model.physics
         return k.kick(self.pos, self.vel, self.omega, self.quat, self.force, self.torque, self.radius, self.mass,
@@ -569,8 +589,11 @@ class BackendCpu(Backend):
                     if self.needs_build:
                         self._build(accel)
                         timings.rebuilds += 1
-                    self._forces_full(self.step_index * dt, 0.0, timings)
-                    self._kick(accel, 0.0, 0.0)
+                    if self.reorder:
+                        self._fused_full(accel, 0.0, 0.0)
+                    else:
+                        self._forces_full(self.step_index * dt, 0.0, timings)
+                        self._kick(accel, 0.0, 0.0)
                     if self.clumps is not None:
                         self._clump_step(0)
                     self.primed = True
@@ -594,14 +617,19 @@ class BackendCpu(Backend):
             else:
                 force_step = self.step_index
             accel = self._acceleration(force_step)
+            tb = time.perf_counter()  # [t0, tb): Verlet's drift (and, once, the priming)
             if self.needs_build:
                 self._build(accel)
                 timings.rebuilds += 1
             t1 = time.perf_counter()
-            self._forces_full(force_step * dt, dt, timings)
-            previous = self.pos.copy() if (m.colliders is not None and self.euler) else None
-            t2 = time.perf_counter()
-            disp2, speed2, bad = self._kick(accel, dt, 0.5 * dt)
+            if self.reorder:  # no bonds, clumps or colliders: forces and kick fused
+                disp2, speed2, bad = self._fused_full(accel, dt, 0.5 * dt)
+                t2 = t1
+            else:
+                self._forces_full(force_step * dt, dt, timings)
+                previous = self.pos.copy() if (m.colliders is not None and self.euler) else None
+                t2 = time.perf_counter()
+                disp2, speed2, bad = self._kick(accel, dt, 0.5 * dt)
             if self.clumps is not None:
                 disp2 = max(disp2, self._clump_step(1 if self.euler else 3))
             if m.colliders is not None and self.euler:
@@ -614,9 +642,13 @@ class BackendCpu(Backend):
             if self.euler and 4.0 * disp2 > self.neighbors.skin * self.neighbors.skin:
                 self.needs_build = True
             t3 = time.perf_counter()
-            timings.build_s += t1 - t0
-            timings.detect_s += t2 - t1
-            timings.update_s += t3 - t2
+            timings.build_s += t1 - tb
+            timings.update_s += tb - t0
+            if self.reorder:
+                timings.fused_s += t3 - t1
+            else:
+                timings.detect_s += t2 - t1
+                timings.update_s += t3 - t2
             timings.steps += 1
         return timings
 

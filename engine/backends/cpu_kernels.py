@@ -567,9 +567,10 @@ def _contact_full(nx, ny, nz, overlap, dvx, dvy, dvz, wix, wiy, wiz, wjx, wjy, w
             ftx *= scale
             fty *= scale
             ftz *= scale
-            sx = -(ftx + g_t * tx) / k_t
-            sy = -(fty + g_t * ty) / k_t
-            sz = -(ftz + g_t * tz) / k_t
+            inverse_k = 1.0 / k_t  # one division, not three
+            sx = -(ftx + g_t * tx) * inverse_k
+            sy = -(fty + g_t * ty) * inverse_k
+            sz = -(ftz + g_t * tz) * inverse_k
         hist[h, 0] = sx
         hist[h, 1] = sy
         hist[h, 2] = sz
@@ -605,9 +606,10 @@ def _contact_full(nx, ny, nz, overlap, dvx, dvy, dvz, wix, wiy, wiz, wjx, wjy, w
             frx *= scale
             fry *= scale
             frz *= scale
-            sx = -(frx + g_t * vrx) / k_t
-            sy = -(fry + g_t * vry) / k_t
-            sz = -(frz + g_t * vrz) / k_t
+            inverse_k = 1.0 / k_t
+            sx = -(frx + g_t * vrx) * inverse_k
+            sy = -(fry + g_t * vry) * inverse_k
+            sz = -(frz + g_t * vrz) * inverse_k
         hist[h, 3] = sx
         hist[h, 4] = sy
         hist[h, 5] = sz
@@ -621,6 +623,49 @@ def _contact_full(nx, ny, nz, overlap, dvx, dvy, dvz, wix, wiy, wiz, wjx, wjy, w
         tjy -= qy
         tjz -= qz
     return f_n * nx + ftx, f_n * ny + fty, f_n * nz + ftz, tix, tiy, tiz, tjx, tjy, tjz
+
+
+@njit(inline="always", **KERNEL_OPTIONS)  # inlined: called per list entry with many arguments
+def pair_full_of(i, j, p, pos, vel, omega, radius, mass, material, beta_table, mu_table, roll_table, cohesion_table,
+                 stiffness, spring, dt, hist, bonded, clump):
+    """The full law on list entry p (particles i, j, both active): (touching, f) with f the 9-tuple of
+    ``_contact_full`` (force on i [N], torques on i and on j [N·m]); zeros when apart, held by a bond or
+    in one rigid clump, where the entry's springs ``hist[p]`` are also cleared."""
+    dx = np.float64(pos[i, 0]) - pos[j, 0]
+    dy = np.float64(pos[i, 1]) - pos[j, 1]
+    dz = np.float64(pos[i, 2]) - pos[j, 2]
+    ri = np.float64(radius[i])
+    rj = np.float64(radius[j])
+    reach = ri + rj
+    d2 = dx * dx + dy * dy + dz * dz
+    if d2 > reach * reach or bonded[p] or (clump[i] >= 0 and clump[i] == clump[j]):
+        if hist.shape[0]:  # hist has no rows without springs
+            for a in range(6):
+                hist[p, a] = 0.0
+        return False, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    dist = math.sqrt(d2)
+    if dist > 0.0:
+        inverse = 1.0 / dist  # one division, not three
+        nx, ny, nz = dx * inverse, dy * inverse, dz * inverse
+    else:
+        nx, ny, nz = 1.0, 0.0, 0.0
+    overlap = reach - dist
+    mi = np.float64(mass[i])
+    mj = np.float64(mass[j])
+    ci, cj = material[i], material[j]
+    coh = cohesion_table[ci, cj]
+    cohesive = 0.0
+    if coh > 0.0 and dist > 0.0:
+        cohesive = coh * (0.25 * math.pi * overlap * (dist + ri - rj) * (dist - ri + rj)
+                          * (dist + ri + rj) / d2)
+    f = _contact_full(nx, ny, nz, overlap, np.float64(vel[i, 0]) - vel[j, 0],
+                      np.float64(vel[i, 1]) - vel[j, 1], np.float64(vel[i, 2]) - vel[j, 2],
+                      np.float64(omega[i, 0]), np.float64(omega[i, 1]), np.float64(omega[i, 2]),
+                      np.float64(omega[j, 0]), np.float64(omega[j, 1]), np.float64(omega[j, 2]),
+                      ri - 0.5 * overlap, rj - 0.5 * overlap, ri * rj / reach, mi * mj / (mi + mj),
+                      stiffness, beta_table[ci, cj], mu_table[ci, cj], roll_table[ci, cj], cohesive,
+                      spring, hist, p, dt)
+    return True, f
 
 
 @njit(parallel=True, **KERNEL_OPTIONS)
@@ -647,39 +692,10 @@ def pair_forces_full(pos, vel, omega, radius, mass, material, active, nbr_start,
             j = nbr_j[p]
             if active[i] == 0 or active[j] == 0:
                 continue
-            dx = np.float64(pos[i, 0]) - pos[j, 0]
-            dy = np.float64(pos[i, 1]) - pos[j, 1]
-            dz = np.float64(pos[i, 2]) - pos[j, 2]
-            ri = np.float64(radius[i])
-            rj = np.float64(radius[j])
-            reach = ri + rj
-            d2 = dx * dx + dy * dy + dz * dz
-            if d2 > reach * reach or bonded[p] or (clump[i] >= 0 and clump[i] == clump[j]):
-                if hist.shape[0]:  # hist has no rows without springs
-                    for a in range(6):
-                        hist[p, a] = 0.0
+            touching, f = pair_full_of(i, j, p, pos, vel, omega, radius, mass, material, beta_table, mu_table,
+                                       roll_table, cohesion_table, stiffness, spring, dt, hist, bonded, clump)
+            if not touching:
                 continue
-            dist = math.sqrt(d2)
-            if dist > 0.0:
-                nx, ny, nz = dx / dist, dy / dist, dz / dist
-            else:
-                nx, ny, nz = 1.0, 0.0, 0.0
-            overlap = reach - dist
-            mi = np.float64(mass[i])
-            mj = np.float64(mass[j])
-            ci, cj = material[i], material[j]
-            coh = cohesion_table[ci, cj]
-            cohesive = 0.0
-            if coh > 0.0 and dist > 0.0:
-                cohesive = coh * (0.25 * math.pi * overlap * (dist + ri - rj) * (dist - ri + rj)
-                                  * (dist + ri + rj) / d2)
-            f = _contact_full(nx, ny, nz, overlap, np.float64(vel[i, 0]) - vel[j, 0],
-                              np.float64(vel[i, 1]) - vel[j, 1], np.float64(vel[i, 2]) - vel[j, 2],
-                              np.float64(omega[i, 0]), np.float64(omega[i, 1]), np.float64(omega[i, 2]),
-                              np.float64(omega[j, 0]), np.float64(omega[j, 1]), np.float64(omega[j, 2]),
-                              ri - 0.5 * overlap, rj - 0.5 * overlap, ri * rj / reach, mi * mj / (mi + mj),
-                              stiffness, beta_table[ci, cj], mu_table[ci, cj], roll_table[ci, cj], cohesive,
-                              spring, hist, p, dt)
             for a in range(3):
                 pair_force[p, a] = f[a]
             for a in range(6):
@@ -771,11 +787,110 @@ def drift(pos, vel, omega, quat, acc, alpha, active, dt, rotation, lo, hi, wall_
     return max_disp2, bad
 
 
+@njit(inline="always", **KERNEL_OPTIONS)  # inlined: a call with this many arguments costs more than its work
+def kick_one(i, fx, fy, fz, tx, ty, tz, pos, vel, omega, quat, radius, mass, material, active, accel, dt, kick_dt,
+             euler, rotation, stiffness, spring, walls, fields, acc, alpha, pos_ref):
+    """``kick`` for one active particle i under pair force (fx, fy, fz) [N] and torque (tx, ty, tz) [N·m].
+    ``walls`` = (lo, hi, wall_mask, wall_beta, wall_mu, wall_roll, wall_cohesion, wall_hist, wall_touch),
+    ``fields`` = (field_table, field_grid), as ``kick`` takes them: packed because a call of over 30
+    arguments is compiled as f(*args), which numba cannot inline.
+
+    Returns:
+        (displacement² since the last build [m²] (Euler only, else 0), speed² [m²/s²], 1 if a value
+        is no longer finite else 0; the first two are 0 then).
+    """
+    lo, hi, wall_mask, wall_beta, wall_mu, wall_roll, wall_cohesion, wall_hist, wall_touch = walls
+    field_table, field_grid = fields
+    m = np.float64(mass[i])
+    r = np.float64(radius[i])
+    mat = material[i]
+    wix, wiy, wiz = np.float64(omega[i, 0]), np.float64(omega[i, 1]), np.float64(omega[i, 2])
+    # Most grains are clear of every wall plane and hold no wall spring: skip the six sides.
+    # (gap > r ⟺ overlap < 0 exactly, so the sides skipped are those the loop would skip.)
+    near = wall_touch[i] != 0 or not (pos[i, 0] - lo[0] > r and hi[0] - pos[i, 0] > r and
+                                      pos[i, 1] - lo[1] > r and hi[1] - pos[i, 1] > r and
+                                      pos[i, 2] - lo[2] > r and hi[2] - pos[i, 2] > r)
+    for side in range(6 if near else 0):
+        if wall_mask[side] == 0:
+            continue
+        axis = side // 2
+        if side % 2 == 0:
+            gap = pos[i, axis] - lo[axis]
+            sign = 1.0
+        else:
+            gap = hi[axis] - pos[i, axis]
+            sign = -1.0
+        overlap = r - gap
+        bit = 1 << side
+        if overlap < 0.0:
+            if wall_touch[i] & bit:
+                for a in range(6):
+                    wall_hist[i, side, a] = 0.0
+                wall_touch[i] &= ~bit
+            continue
+        if wall_hist.shape[1]:  # only springs need clearing later (wall_hist has no rows without them)
+            wall_touch[i] |= bit
+        nx = sign if axis == 0 else 0.0
+        ny = sign if axis == 1 else 0.0
+        nz = sign if axis == 2 else 0.0
+        cohesive = 0.0
+        if wall_cohesion[mat] > 0.0:
+            cohesive = wall_cohesion[mat] * math.pi * (2.0 * r * overlap - overlap * overlap)
+        f = _contact_full(nx, ny, nz, overlap, np.float64(vel[i, 0]), np.float64(vel[i, 1]),
+                          np.float64(vel[i, 2]), wix, wiy, wiz, 0.0, 0.0, 0.0, r - 0.5 * overlap, 0.0, r, m,
+                          stiffness, wall_beta[mat], wall_mu[mat], wall_roll[mat], cohesive, spring,
+                          wall_hist[i], side, dt)
+        fx += f[0]
+        fy += f[1]
+        fz += f[2]
+        tx += f[3]
+        ty += f[4]
+        tz += f[5]
+    px, py, pz = np.float64(pos[i, 0]), np.float64(pos[i, 1]), np.float64(pos[i, 2])
+    # The velocity the walls saw (Verlet: the half-step velocity, as for every force here).
+    gx = gy = gz = 0.0
+    if field_table.shape[0]:  # the call costs ~15 ns a particle even with no field
+        gx, gy, gz = _field_acceleration(px, py, pz, np.float64(vel[i, 0]), np.float64(vel[i, 1]),
+                                         np.float64(vel[i, 2]), field_table, field_grid)
+    ax = fx / m + accel[0] + gx
+    ay = fy / m + accel[1] + gy
+    az = fz / m + accel[2] + gz
+    inertia = 0.4 * m * r * r
+    step = dt if euler else kick_dt
+    vel[i, 0] = np.float64(vel[i, 0]) + ax * step
+    vel[i, 1] = np.float64(vel[i, 1]) + ay * step
+    vel[i, 2] = np.float64(vel[i, 2]) + az * step
+    if rotation:
+        omega[i, 0] = wix + tx / inertia * step
+        omega[i, 1] = wiy + ty / inertia * step
+        omega[i, 2] = wiz + tz / inertia * step
+    if euler:
+        pos[i, 0] = px + np.float64(vel[i, 0]) * dt
+        pos[i, 1] = py + np.float64(vel[i, 1]) * dt
+        pos[i, 2] = pz + np.float64(vel[i, 2]) * dt
+        if rotation:
+            _turn(quat, i, np.float64(omega[i, 0]), np.float64(omega[i, 1]), np.float64(omega[i, 2]), dt)
+    # Stored with Euler too: rigid clumps sum their members' forces from them.
+    acc[i, 0] = ax
+    acc[i, 1] = ay
+    acc[i, 2] = az
+    alpha[i, 0] = tx / inertia
+    alpha[i, 1] = ty / inertia
+    alpha[i, 2] = tz / inertia
+    vx, vy, vz = np.float64(vel[i, 0]), np.float64(vel[i, 1]), np.float64(vel[i, 2])
+    speed2 = vx * vx + vy * vy + vz * vz
+    if not (math.isfinite(speed2) and math.isfinite(pos[i, 0] + pos[i, 1] + pos[i, 2])
+            and math.isfinite(tx + ty + tz)):
+        return 0.0, 0.0, 1
+    disp2 = _exit_and_displacement(i, pos, active, lo, hi, wall_mask, pos_ref) if euler else 0.0
+    return disp2, speed2, 0
+
+
 @njit(parallel=True, **KERNEL_OPTIONS)
 def kick(pos, vel, omega, quat, force, torque, radius, mass, material, active, accel, dt, kick_dt, euler, rotation,
          lo, hi, wall_mask, wall_beta, wall_mu, wall_roll, wall_cohesion, stiffness, spring, wall_hist, wall_touch,
          field_table, field_grid, acc, alpha, pos_ref):
-    """Wall contacts (with torque), fields, then the velocity update.
+    """Wall contacts (with torque), fields, then the velocity update (``kick_one`` per active particle).
 
     ``euler``: semi-implicit Euler with rotation (v, ω ← + dt·a; x ← x + dt v; q turned by ω).
     Otherwise the second half of velocity Verlet: v ← v + kick_dt·a, ω ← ω + kick_dt·α, with
@@ -790,95 +905,17 @@ def kick(pos, vel, omega, quat, force, torque, radius, mass, material, active, a
     max_disp2 = 0.0
     max_speed2 = 0.0
     bad = 0
+    walls = (lo, hi, wall_mask, wall_beta, wall_mu, wall_roll, wall_cohesion, wall_hist, wall_touch)
+    fields = (field_table, field_grid)
     for i in prange(pos.shape[0]):
         if active[i] == 0:
             continue
-        m = np.float64(mass[i])
-        r = np.float64(radius[i])
-        mat = material[i]
-        fx, fy, fz = force[i, 0], force[i, 1], force[i, 2]
-        tx, ty, tz = torque[i, 0], torque[i, 1], torque[i, 2]
-        wix, wiy, wiz = np.float64(omega[i, 0]), np.float64(omega[i, 1]), np.float64(omega[i, 2])
-        # Most grains are clear of every wall plane and hold no wall spring: skip the six sides.
-        # (gap > r ⟺ overlap < 0 exactly, so the sides skipped are those the loop would skip.)
-        near = wall_touch[i] != 0 or not (pos[i, 0] - lo[0] > r and hi[0] - pos[i, 0] > r and
-                                          pos[i, 1] - lo[1] > r and hi[1] - pos[i, 1] > r and
-                                          pos[i, 2] - lo[2] > r and hi[2] - pos[i, 2] > r)
-        for side in range(6 if near else 0):
-            if wall_mask[side] == 0:
-                continue
-            axis = side // 2
-            if side % 2 == 0:
-                gap = pos[i, axis] - lo[axis]
-                sign = 1.0
-            else:
-                gap = hi[axis] - pos[i, axis]
-                sign = -1.0
-            overlap = r - gap
-            bit = 1 << side
-            if overlap < 0.0:
-                if wall_touch[i] & bit:
-                    for a in range(6):
-                        wall_hist[i, side, a] = 0.0
-                    wall_touch[i] &= ~bit
-                continue
-            if wall_hist.shape[1]:  # only springs need clearing later (wall_hist has no rows without them)
-                wall_touch[i] |= bit
-            nx = sign if axis == 0 else 0.0
-            ny = sign if axis == 1 else 0.0
-            nz = sign if axis == 2 else 0.0
-            cohesive = 0.0
-            if wall_cohesion[mat] > 0.0:
-                cohesive = wall_cohesion[mat] * math.pi * (2.0 * r * overlap - overlap * overlap)
-            f = _contact_full(nx, ny, nz, overlap, np.float64(vel[i, 0]), np.float64(vel[i, 1]),
-                              np.float64(vel[i, 2]), wix, wiy, wiz, 0.0, 0.0, 0.0, r - 0.5 * overlap, 0.0, r, m,
-                              stiffness, wall_beta[mat], wall_mu[mat], wall_roll[mat], cohesive, spring,
-                              wall_hist[i], side, dt)
-            fx += f[0]
-            fy += f[1]
-            fz += f[2]
-            tx += f[3]
-            ty += f[4]
-            tz += f[5]
-        px, py, pz = np.float64(pos[i, 0]), np.float64(pos[i, 1]), np.float64(pos[i, 2])
-        # The velocity the walls saw (Verlet: the half-step velocity, as for every force here).
-        gx = gy = gz = 0.0
-        if field_table.shape[0]:  # the call costs ~15 ns a particle even with no field
-            gx, gy, gz = _field_acceleration(px, py, pz, np.float64(vel[i, 0]), np.float64(vel[i, 1]),
-                                             np.float64(vel[i, 2]), field_table, field_grid)
-        ax = fx / m + accel[0] + gx
-        ay = fy / m + accel[1] + gy
-        az = fz / m + accel[2] + gz
-        inertia = 0.4 * m * r * r
-        step = dt if euler else kick_dt
-        vel[i, 0] = np.float64(vel[i, 0]) + ax * step
-        vel[i, 1] = np.float64(vel[i, 1]) + ay * step
-        vel[i, 2] = np.float64(vel[i, 2]) + az * step
-        if rotation:
-            omega[i, 0] = wix + tx / inertia * step
-            omega[i, 1] = wiy + ty / inertia * step
-            omega[i, 2] = wiz + tz / inertia * step
-        if euler:
-            pos[i, 0] = px + np.float64(vel[i, 0]) * dt
-            pos[i, 1] = py + np.float64(vel[i, 1]) * dt
-            pos[i, 2] = pz + np.float64(vel[i, 2]) * dt
-            if rotation:
-                _turn(quat, i, np.float64(omega[i, 0]), np.float64(omega[i, 1]), np.float64(omega[i, 2]), dt)
-        # Stored with Euler too: rigid clumps sum their members' forces from them.
-        acc[i, 0] = ax
-        acc[i, 1] = ay
-        acc[i, 2] = az
-        alpha[i, 0] = tx / inertia
-        alpha[i, 1] = ty / inertia
-        alpha[i, 2] = tz / inertia
-        vx, vy, vz = np.float64(vel[i, 0]), np.float64(vel[i, 1]), np.float64(vel[i, 2])
-        speed2 = vx * vx + vy * vy + vz * vz
-        if not (math.isfinite(speed2) and math.isfinite(pos[i, 0] + pos[i, 1] + pos[i, 2])
-                and math.isfinite(tx + ty + tz)):
-            bad += 1
-            continue
-        if euler:
-            max_disp2 = max(max_disp2, _exit_and_displacement(i, pos, active, lo, hi, wall_mask, pos_ref))
+        disp2, speed2, broken = kick_one(i, force[i, 0], force[i, 1], force[i, 2], torque[i, 0], torque[i, 1],
+                                         torque[i, 2], pos, vel, omega, quat, radius, mass, material, active, accel,
+                                         dt, kick_dt, euler, rotation, stiffness, spring, walls, fields, acc, alpha,
+                                         pos_ref)
+        bad += broken
+        max_disp2 = max(max_disp2, disp2)
         max_speed2 = max(max_speed2, speed2)
     return max_disp2, max_speed2, bad
 
