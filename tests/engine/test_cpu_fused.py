@@ -134,3 +134,28 @@ def test_displacement_bound_changes_no_rebuild(rng):
     assert 1 < timings.rebuilds == measured_timings.rebuilds
     assert np.array_equal(bounded.positions, measured.positions)
     assert np.array_equal(bounded.velocities, measured.velocities)
+
+
+def test_full_law_same_bits_for_any_number_of_blocks(rng):
+    """The full law's fused pass (rotation, rolling resistance, cohesion, velocity Verlet) gives the same
+    bits for 1, 2 and 5 blocks, and the same physics as its five-pass path (not renumbered)."""
+    n = 2500
+    positions = rng.uniform([-0.3, -1.0, -0.3], [0.3, -0.6, 0.3], (n, 3))
+    setup = scene(positions, rng.uniform(0.006, 0.009, n), velocities=rng.normal(0.0, 0.5, (n, 3)),
+                  gravity=(0.0, -9.81, 0.0), lo=(-0.3, -1.0, -0.3), hi=(0.3, 1.0, 0.3), friction=0.5,
+                  rolling_friction=0.2, cohesion=2.0e3, stiffness=2.0e3, dt=1e-4)
+    runs = [_run(setup, 200, fused_blocks=blocks) for blocks in (1, 2, 5)]
+    (reference, first, timings), *others = runs
+    assert reference.full and reference.rolling and reference.reorder
+    assert timings.fused_s > 0 and timings.detect_s == 0
+    assert len(reference.contact_pairs()) > 50
+    history = reference.get_contact_history()
+    for backend, state, _ in others:
+        for name in ("positions", "velocities", "angular_velocities", "orientations"):
+            assert np.array_equal(getattr(state, name), getattr(first, name)), name
+        other = backend.get_contact_history()
+        for key in ("pair_i", "pair_spring", "pair_rolling", "wall_spring", "acceleration"):
+            assert np.array_equal(other[key], history[key]), key
+    _, plain, _ = _run(setup, 200, reorder=False)
+    np.testing.assert_allclose(first.positions, plain.positions, rtol=0, atol=2e-4)
+    np.testing.assert_allclose(first.angular_velocities, plain.angular_velocities, rtol=0, atol=0.5)
