@@ -95,6 +95,45 @@ def crossing_forces(pos, vel, radius, mass, material, active, nbr_start, nbr_j, 
                 pair_force[p, 2] = fz
 
 
+@njit(inline="always", **KERNEL_OPTIONS)
+def _open_block(b, block_start, reached_to, nbr_start, rev_start, rev_pair, pair_force, force, pair_torque, torque,
+                torques, touched):
+    """Start block b: its slots that crossing entries name receive those reactions
+    (``_take_crossing_reactions``) and are marked ``touched``. Returns the block's slots (s0, s1)."""
+    s0 = block_start[b]
+    first_own = nbr_start[s0]
+    for j in range(s0, reached_to[b]):
+        _take_crossing_reactions(j, first_own, rev_start, rev_pair, pair_force, force, pair_torque, torque, torques)
+        touched[j] = 1
+    return s0, block_start[b + 1]
+
+
+@njit(inline="always", **KERNEL_OPTIONS)
+def _take_crossing_reactions(j, first_own, rev_start, rev_pair, pair_force, force, pair_torque, torque, torques):
+    """Add to ``force[j]`` (zero, or the walls' push) the reactions of the crossing entries naming j
+    (rows before ``first_own``, the block's first entry), in row order; with ``torques`` also their
+    torques on j (``pair_torque[p, 3:6]``) to ``torque[j]`` (the paper model passes its force arrays
+    twice and false)."""
+    fx, fy, fz = force[j, 0], force[j, 1], force[j, 2]
+    tx, ty, tz = 0.0, 0.0, 0.0
+    if torques:
+        tx, ty, tz = torque[j, 0], torque[j, 1], torque[j, 2]
+    for q in range(rev_start[j], rev_start[j + 1]):
+        p = rev_pair[q]
+        if p >= first_own:
+            break
+        fx -= pair_force[p, 0]
+        fy -= pair_force[p, 1]
+        fz -= pair_force[p, 2]
+        if torques:
+            tx += pair_torque[p, 3]
+            ty += pair_torque[p, 4]
+            tz += pair_torque[p, 5]
+    force[j, 0], force[j, 1], force[j, 2] = fx, fy, fz
+    if torques:
+        torque[j, 0], torque[j, 1], torque[j, 2] = tx, ty, tz
+
+
 @njit(parallel=True, **KERNEL_OPTIONS)
 def fused_step(pos, vel, force, touched, radius, mass, material, active, nbr_start, nbr_j, rev_start, rev_pair,
                beta_table, mu_table, stiffness, spring, dt, hist, pair_force, block_start, reached_to, accel, lo, hi,
@@ -113,24 +152,8 @@ def fused_step(pos, vel, force, touched, radius, mass, material, active, nbr_sta
     speed2_of = np.zeros(blocks)
     bad_of = np.zeros(blocks, np.int64)
     for b in prange(blocks):
-        s0 = block_start[b]
-        s1 = block_start[b + 1]
-        first_own = nbr_start[s0]
-        for j in range(s0, reached_to[b]):  # reactions of earlier blocks' rows, in row order
-            fx = force[j, 0]  # zero, or the walls' push (cpu_kernels.wall_forces)
-            fy = force[j, 1]
-            fz = force[j, 2]
-            for q in range(rev_start[j], rev_start[j + 1]):
-                p = rev_pair[q]
-                if p >= first_own:
-                    break
-                fx -= pair_force[p, 0]
-                fy -= pair_force[p, 1]
-                fz -= pair_force[p, 2]
-            force[j, 0] = fx
-            force[j, 1] = fy
-            force[j, 2] = fz
-            touched[j] = 1
+        s0, s1 = _open_block(b, block_start, reached_to, nbr_start, rev_start, rev_pair, pair_force, force, pair_force,
+                             force, False, touched)
         max_disp2 = 0.0
         max_speed2 = 0.0
         bad = 0
@@ -243,25 +266,8 @@ def fused_step_full(pos, vel, omega, quat, force, torque, touched, radius, mass,
     speed2_of = np.zeros(blocks)
     bad_of = np.zeros(blocks, np.int64)
     for b in prange(blocks):
-        s0 = block_start[b]
-        s1 = block_start[b + 1]
-        first_own = nbr_start[s0]
-        for j in range(s0, reached_to[b]):  # reactions of earlier blocks' rows, in row order
-            fx, fy, fz = force[j, 0], force[j, 1], force[j, 2]
-            tx, ty, tz = torque[j, 0], torque[j, 1], torque[j, 2]
-            for q in range(rev_start[j], rev_start[j + 1]):
-                p = rev_pair[q]
-                if p >= first_own:
-                    break
-                fx -= pair_force[p, 0]
-                fy -= pair_force[p, 1]
-                fz -= pair_force[p, 2]
-                tx += pair_torque[p, 3]
-                ty += pair_torque[p, 4]
-                tz += pair_torque[p, 5]
-            force[j, 0], force[j, 1], force[j, 2] = fx, fy, fz
-            torque[j, 0], torque[j, 1], torque[j, 2] = tx, ty, tz
-            touched[j] = 1
+        s0, s1 = _open_block(b, block_start, reached_to, nbr_start, rev_start, rev_pair, pair_force, force, pair_torque,
+                             torque, True, touched)
         max_disp2 = 0.0
         max_speed2 = 0.0
         bad = 0
