@@ -21,7 +21,8 @@ Also measured (Mochi only): 2-thread speed-up on the pile, cost per particle-ste
     PYTHONPATH=. .venv/bin/python benchmarks/bench_peers.py --json benchmarks/results/peers_100k.json
 
 Options: --steps (200), --repeats (3), --particles (100000), --skip-scaling, --skip-memory, --baseline REV
-(also time the engine of git revision REV, interleaved, e.g. d20ae39 = before issue 19). The whole
+(also time the engine of git revision REV, interleaved, e.g. d20ae39 = before issue 19), --law full (the
+add-on's default physics on the same states, Mochi only). The whole
 default run takes 4.5–7 minutes on the shared 2-core machine (the first run adds ~3 minutes to settle
 and cache the pile).
 """
@@ -65,19 +66,31 @@ def box_side(particles: int) -> float:
     return FLOOR_PER_100K * float(np.sqrt(particles / 100_000))
 
 
-def make_setup(positions: np.ndarray, radius: np.ndarray, velocities: np.ndarray | None = None):
-    """The benchmark's scene around a state (one material, closed box, constant gravity)."""
+#: ``--law full``: the add-on's default physics (rotation, velocity Verlet, static friction, rolling
+#: resistance) instead of the paper's model; Mochi only (no peer input is written for it).
+FULL_LAW = {"friction": 0.5, "rolling_friction": 0.1}
+
+
+def make_setup(positions: np.ndarray, radius: np.ndarray, velocities: np.ndarray | None = None,
+               law: str | None = None):
+    """The benchmark's scene around a state (one material, closed box, constant gravity); ``law``
+    "paper" or "full", by default from ``$MOCHI_BENCH_LAW`` (the parent passes it to its children)."""
     from engine.model import Domain, Gravity, Material
     from engine.scene import setup_from_arrays
 
     side = box_side(positions.shape[0])
+    full = (law or os.environ.get("MOCHI_BENCH_LAW", "paper")) == "full"
+    friction = FULL_LAW["friction"] if full else 0.0
+    rolling = FULL_LAW["rolling_friction"] if full else 0.0
     return setup_from_arrays(
         positions=positions, radius=radius, velocities=velocities,
-        materials=(Material(name="grain", density=DENSITY, restitution=RESTITUTION, friction=0.0),),
+        materials=(Material(name="grain", density=DENSITY, restitution=RESTITUTION, friction=friction,
+                            rolling_friction=rolling),),
         domain=Domain(lo=(0.0, 0.0, 0.0), hi=(side, HEIGHT, side), wall_restitution=RESTITUTION,
-                      wall_friction=0.0),
+                      wall_friction=friction, wall_rolling_friction=rolling),
         gravity=Gravity(vector=(0.0, -9.81, 0.0)), dt=DT, stiffness=STIFFNESS, fps=25.0,
-        friction_model="damper", name="peers", rotation=False, integrator="euler")  # the paper's model, as measured
+        friction_model="spring" if full else "damper", name="peers", rotation=full,
+        integrator="verlet" if full else "euler")  # by default the paper's model, as the peers run it
 
 
 def lattice(particles: int, rng: np.random.Generator) -> np.ndarray:
@@ -150,7 +163,7 @@ def ensure_pile(particles: int) -> Path:
     rng = np.random.default_rng(2)
     sites = stacked_sites(particles)
     radius = rng.uniform(*RADIUS, particles).astype(np.float32)
-    setup = make_setup(sites.astype(np.float32), radius)
+    setup = make_setup(sites.astype(np.float32), radius, law="paper")  # the state is the same for both laws
     backend = BackendCpu(setup.model)
     backend.set_state(setup.state)
     began = time.perf_counter()
@@ -336,12 +349,20 @@ def main() -> None:
     parser.add_argument("--skip-memory", action="store_true")
     parser.add_argument("--baseline", help="also time the engine of this git revision (e.g. the commit before "
                                            "a change), interleaved like a peer")
+    parser.add_argument("--law", choices=["paper", "full"], default="paper",
+                        help="full: the add-on's default physics (rotation, Verlet, friction 0.5, rolling "
+                             "resistance 0.1), Mochi only")
     parser.add_argument("--json", help="write all results here")
     parser.add_argument("--mochi-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.mochi_child:
         print(json.dumps(mochi_child(args.mochi_child, args.steps)))
         return
+    if args.law == "full":
+        if args.peers:
+            print("--law full times Mochi only (no LAMMPS or LIGGGHTS input is written for the full law).")
+        args.peers = []
+        os.environ["MOCHI_BENCH_LAW"] = "full"  # the children build their scenes from it
     from peers.runner import PeerMissing, find_peer
 
     try:
@@ -350,7 +371,7 @@ def main() -> None:
     except PeerMissing as missing:
         raise SystemExit(str(missing))  # one sentence, exit status 1
     result = {"machine": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
-              "load_before": load_average(), "argv": sys.argv[1:], "python": sys.version}
+              "load_before": load_average(), "argv": sys.argv[1:], "python": sys.version, "law": args.law}
     paths = {"freefall": ensure_freefall(args.particles), "pile": ensure_pile(args.particles)}
     baseline = baseline_engine(args.baseline) if args.baseline else None
     result["baseline"] = args.baseline
