@@ -549,6 +549,7 @@ class BackendCpu(Backend):
         nb = self.neighbors
         start, cross_from, reached_to = self._blocks()
         stiffness = float(physics.stiffness)
+        self._wall_forces_full(self.near, dt_history)  # grains near a side: walls first, then pairs
         if start.shape[0] > 2:
             crossing_forces_full(self.pos, self.vel, self.omega, self.radius, self.mass, self.material, self.active,
                                  nb.nbr_start, nb.nbr_j, self.beta, self.mu, self.roll, self.cohesion, stiffness,
@@ -559,16 +560,19 @@ class BackendCpu(Backend):
             self.material, self.active, nb.nbr_start, nb.nbr_j, nb.rev_start, nb.rev_pair, self.beta, self.mu,
             self.roll, self.cohesion, stiffness, self.spring, dt_history, kick_dt, self.hist, self.bonded,
             self.clump_of, self.pair_force, self.pair_torque, start, reached_to, accel, self.euler, self.rotation,
-            self.lo, self.hi, self.wall_mask, self.wall_beta, self.wall_mu, self.wall_roll, self.wall_cohesion,
-            self.wall_hist, self.wall_touch, self.field_table, self.field_grid, self.acc, self.alpha, self.pos_ref)
+            self.lo, self.hi, self.wall_mask, self.field_table, self.field_grid, self.acc, self.alpha, self.pos_ref)
 
     def _kick(self, accel, dt_history: float, kick_dt: float):
-        physics = self.model.physics
+        self._wall_forces_full(self.all_slots, dt_history)  # after every other force: pairs, bonds, colliders
         return k.kick(self.pos, self.vel, self.omega, self.quat, self.force, self.torque, self.radius, self.mass,
-                      self.material, self.active, accel, dt_history, kick_dt, self.euler, self.rotation, self.lo,
-                      self.hi, self.wall_mask, self.wall_beta, self.wall_mu, self.wall_roll, self.wall_cohesion,
-                      float(physics.stiffness), self.spring, self.wall_hist, self.wall_touch, self.field_table,
-                      self.field_grid, self.acc, self.alpha, self.pos_ref)
+                      self.active, accel, dt_history, kick_dt, self.euler, self.rotation, self.lo, self.hi,
+                      self.wall_mask, self.field_table, self.field_grid, self.acc, self.alpha, self.pos_ref)
+
+    def _wall_forces_full(self, near: np.ndarray, dt_history: float) -> None:
+        k.wall_forces_full(near, self.pos, self.vel, self.omega, self.radius, self.mass, self.material, self.active,
+                           self.lo, self.hi, self.wall_mask, self.wall_beta, self.wall_mu, self.wall_roll,
+                           self.wall_cohesion, float(self.model.physics.stiffness), self.spring, self.wall_hist,
+                           self.wall_touch, dt_history, self.force, self.torque, self.touched)
 
     def _step_full(self, count: int) -> StepTimings:
         """Steps of the full law: rotation, rolling, cohesion, Euler or velocity Verlet.

@@ -247,11 +247,11 @@ def crossing_forces_full(pos, vel, omega, radius, mass, material, active, nbr_st
 def fused_step_full(pos, vel, omega, quat, force, torque, touched, radius, mass, material, active, nbr_start, nbr_j,
                     rev_start, rev_pair, beta_table, mu_table, roll_table, cohesion_table, stiffness, spring, dt,
                     kick_dt, hist, bonded, clump, pair_force, pair_torque, block_start, reached_to, accel, euler,
-                    rotation, lo, hi, wall_mask, wall_beta, wall_mu, wall_roll, wall_cohesion, wall_hist, wall_touch,
-                    field_table, field_grid, acc, alpha, pos_ref):
+                    rotation, lo, hi, wall_mask, field_table, field_grid, acc, alpha, pos_ref):
     """The full law's forces and kick (``cpu_kernels.pair_forces_full``, the gathers and ``kick``) in one
     pass, as ``fused_step`` does for the paper model: a particle's force and torque are its earlier
-    rows' reactions in row order, then its own row's entries; ``kick_one`` then moves it (walls in it).
+    rows' reactions in row order, then its own row's entries (after the walls' push, which
+    ``cpu_kernels.wall_forces_full`` adds first); ``kick_one`` then moves it.
     ``dt``: the springs' step (0 when only priming Verlet's accelerations); ``kick_dt``: see ``kick``.
     Call ``crossing_forces_full`` first when there is more than one block. (Velocity Verlet's first half,
     ``drift``, stays a pass of its own: forces need every grain drifted.)
@@ -260,7 +260,7 @@ def fused_step_full(pos, vel, omega, quat, force, torque, touched, radius, mass,
         as ``cpu_kernels.kick``.
     """
     blocks = block_start.shape[0] - 1
-    walls = (lo, hi, wall_mask, wall_beta, wall_mu, wall_roll, wall_cohesion, wall_hist, wall_touch)
+    box = (lo, hi, wall_mask)
     fields = (field_table, field_grid)
     disp2_of = np.zeros(blocks)
     speed2_of = np.zeros(blocks)
@@ -310,9 +310,8 @@ def fused_step_full(pos, vel, omega, quat, force, torque, touched, radius, mass,
                 tx += sx
                 ty += sy
                 tz += sz
-            disp2, speed2, broken = kick_one(i, fx, fy, fz, tx, ty, tz, pos, vel, omega, quat, radius, mass, material,
-                                             active, accel, dt, kick_dt, euler, rotation, stiffness, spring, walls,
-                                             fields, acc, alpha, pos_ref)
+            disp2, speed2, broken = kick_one(i, fx, fy, fz, tx, ty, tz, pos, vel, omega, quat, radius, mass, active,
+                                             accel, dt, kick_dt, euler, rotation, box, fields, acc, alpha, pos_ref)
             bad += broken
             max_disp2 = max(max_disp2, disp2)
             max_speed2 = max(max_speed2, speed2)

@@ -523,7 +523,8 @@ def remap_history(old_start, old_j, old_hist, new_start, new_j, new_hist, new_to
 @njit(**KERNEL_OPTIONS)
 def _contact_full(nx, ny, nz, overlap, dvx, dvy, dvz, wix, wiy, wiz, wjx, wjy, wjz, arm_i, arm_j, r_eff,
                   m_eff, stiffness, beta, mu, mu_roll, cohesive, spring, hist, h, dt):
-    """The full law of engine.contact_law.contact_response on one contact of unit normal n.
+    """The full law of engine.contact_law.contact_response on one contact of unit normal n (its
+    divisions as the colliders' device code has them, to the bit).
 
     Args:
         dv: v_i − v_j [m/s]; w_i, w_j: angular velocities [rad/s] (w_j = 0 for walls).
@@ -567,10 +568,9 @@ def _contact_full(nx, ny, nz, overlap, dvx, dvy, dvz, wix, wiy, wiz, wjx, wjy, w
             ftx *= scale
             fty *= scale
             ftz *= scale
-            inverse_k = 1.0 / k_t  # one division, not three
-            sx = -(ftx + g_t * tx) * inverse_k
-            sy = -(fty + g_t * ty) * inverse_k
-            sz = -(ftz + g_t * tz) * inverse_k
+            sx = -(ftx + g_t * tx) / k_t
+            sy = -(fty + g_t * ty) / k_t
+            sz = -(ftz + g_t * tz) / k_t
         hist[h, 0] = sx
         hist[h, 1] = sy
         hist[h, 2] = sz
@@ -606,10 +606,9 @@ def _contact_full(nx, ny, nz, overlap, dvx, dvy, dvz, wix, wiy, wiz, wjx, wjy, w
             frx *= scale
             fry *= scale
             frz *= scale
-            inverse_k = 1.0 / k_t
-            sx = -(frx + g_t * vrx) * inverse_k
-            sy = -(fry + g_t * vry) * inverse_k
-            sz = -(frz + g_t * vrz) * inverse_k
+            sx = -(frx + g_t * vrx) / k_t
+            sy = -(fry + g_t * vry) / k_t
+            sz = -(frz + g_t * vrz) / k_t
         hist[h, 3] = sx
         hist[h, 4] = sy
         hist[h, 5] = sz
@@ -787,30 +786,35 @@ def drift(pos, vel, omega, quat, acc, alpha, active, dt, rotation, lo, hi, wall_
     return max_disp2, bad
 
 
-@njit(inline="always", **KERNEL_OPTIONS)  # inlined: a call with this many arguments costs more than its work
-def kick_one(i, fx, fy, fz, tx, ty, tz, pos, vel, omega, quat, radius, mass, material, active, accel, dt, kick_dt,
-             euler, rotation, stiffness, spring, walls, fields, acc, alpha, pos_ref):
-    """``kick`` for one active particle i under pair force (fx, fy, fz) [N] and torque (tx, ty, tz) [N·m].
-    ``walls`` = (lo, hi, wall_mask, wall_beta, wall_mu, wall_roll, wall_cohesion, wall_hist, wall_touch),
-    ``fields`` = (field_table, field_grid), as ``kick`` takes them: packed because a call of over 30
-    arguments is compiled as f(*args), which numba cannot inline.
+@njit(parallel=True, **KERNEL_OPTIONS)
+def wall_forces_full(near, pos, vel, omega, radius, mass, material, active, lo, hi, wall_mask, wall_beta, wall_mu,
+                     wall_roll, wall_cohesion, stiffness, spring, wall_hist, wall_touch, dt, force, torque, touched):
+    """``wall_forces`` for the full law: each side's force and torque on the particles ``near`` added to
+    ``force[i]``/``torque[i]`` in side order (``touched[i]`` set where one pushes); ``wall_hist``
+    (n, 6, 6): ξ and ξ_r per side, (n, 0, 6) without springs (never touched then)."""
+    for k in prange(near.shape[0]):
+        i = near[k]
+        if active[i] != 0 and wall_candidate(i, pos, radius, lo, hi, wall_touch):
+            f = _wall_sum_full(i, force[i, 0], force[i, 1], force[i, 2], torque[i, 0], torque[i, 1], torque[i, 2],
+                               pos, vel, omega, radius, mass, material, lo, hi, wall_mask, wall_beta, wall_mu,
+                               wall_roll, wall_cohesion, stiffness, spring, wall_hist, wall_touch, dt)
+            if f[6]:
+                force[i, 0], force[i, 1], force[i, 2] = f[0], f[1], f[2]
+                torque[i, 0], torque[i, 1], torque[i, 2] = f[3], f[4], f[5]
+                touched[i] = 1
 
-    Returns:
-        (displacement² since the last build [m²] (Euler only, else 0), speed² [m²/s²], 1 if a value
-        is no longer finite else 0; the first two are 0 then).
-    """
-    lo, hi, wall_mask, wall_beta, wall_mu, wall_roll, wall_cohesion, wall_hist, wall_touch = walls
-    field_table, field_grid = fields
+
+@njit(**KERNEL_OPTIONS)
+def _wall_sum_full(i, fx, fy, fz, tx, ty, tz, pos, vel, omega, radius, mass, material, lo, hi, wall_mask, wall_beta,
+                   wall_mu, wall_roll, wall_cohesion, stiffness, spring, wall_hist, wall_touch, dt):
+    """(force, torque) on particle i plus the six sides' (full law), added in side order, and whether
+    any side pushes: (fx, fy, fz, tx, ty, tz, pushed)."""
     m = np.float64(mass[i])
     r = np.float64(radius[i])
     mat = material[i]
     wix, wiy, wiz = np.float64(omega[i, 0]), np.float64(omega[i, 1]), np.float64(omega[i, 2])
-    # Most grains are clear of every wall plane and hold no wall spring: skip the six sides.
-    # (gap > r ⟺ overlap < 0 exactly, so the sides skipped are those the loop would skip.)
-    near = wall_touch[i] != 0 or not (pos[i, 0] - lo[0] > r and hi[0] - pos[i, 0] > r and
-                                      pos[i, 1] - lo[1] > r and hi[1] - pos[i, 1] > r and
-                                      pos[i, 2] - lo[2] > r and hi[2] - pos[i, 2] > r)
-    for side in range(6 if near else 0):
+    pushed = False
+    for side in range(6):
         if wall_mask[side] == 0:
             continue
         axis = side // 2
@@ -846,8 +850,29 @@ def kick_one(i, fx, fy, fz, tx, ty, tz, pos, vel, omega, quat, radius, mass, mat
         tx += f[3]
         ty += f[4]
         tz += f[5]
+        pushed = True
+    return fx, fy, fz, tx, ty, tz, pushed
+
+
+@njit(inline="always", **KERNEL_OPTIONS)  # inlined: a call with this many arguments costs more than its work
+def kick_one(i, fx, fy, fz, tx, ty, tz, pos, vel, omega, quat, radius, mass, active, accel, dt, kick_dt, euler,
+             rotation, box, fields, acc, alpha, pos_ref):
+    """``kick`` for one active particle i under force (fx, fy, fz) [N] and torque (tx, ty, tz) [N·m], walls
+    included (``wall_forces_full``). ``box`` = (lo, hi, wall_mask), ``fields`` = (field_table,
+    field_grid): packed because a call of over 30 arguments is compiled as f(*args), which numba cannot
+    inline.
+
+    Returns:
+        (displacement² since the last build [m²] (Euler only, else 0), speed² [m²/s²], 1 if a value
+        is no longer finite else 0; the first two are 0 then).
+    """
+    lo, hi, wall_mask = box
+    field_table, field_grid = fields
+    m = np.float64(mass[i])
+    r = np.float64(radius[i])
+    wix, wiy, wiz = np.float64(omega[i, 0]), np.float64(omega[i, 1]), np.float64(omega[i, 2])
     px, py, pz = np.float64(pos[i, 0]), np.float64(pos[i, 1]), np.float64(pos[i, 2])
-    # The velocity the walls saw (Verlet: the half-step velocity, as for every force here).
+    # Fields see the velocity the contact forces saw (Verlet: the half-step velocity).
     gx = gy = gz = 0.0
     if field_table.shape[0]:  # the call costs ~15 ns a particle even with no field
         gx, gy, gz = _field_acceleration(px, py, pz, np.float64(vel[i, 0]), np.float64(vel[i, 1]),
@@ -887,16 +912,15 @@ def kick_one(i, fx, fy, fz, tx, ty, tz, pos, vel, omega, quat, radius, mass, mat
 
 
 @njit(parallel=True, **KERNEL_OPTIONS)
-def kick(pos, vel, omega, quat, force, torque, radius, mass, material, active, accel, dt, kick_dt, euler, rotation,
-         lo, hi, wall_mask, wall_beta, wall_mu, wall_roll, wall_cohesion, stiffness, spring, wall_hist, wall_touch,
-         field_table, field_grid, acc, alpha, pos_ref):
-    """Wall contacts (with torque), fields, then the velocity update (``kick_one`` per active particle).
+def kick(pos, vel, omega, quat, force, torque, radius, mass, active, accel, dt, kick_dt, euler, rotation, lo, hi,
+         wall_mask, field_table, field_grid, acc, alpha, pos_ref):
+    """Fields, then the velocity update (``kick_one`` per active particle) under ``force``/``torque``
+    (n, 3), the walls' included (``wall_forces_full`` first).
 
     ``euler``: semi-implicit Euler with rotation (v, ω ← + dt·a; x ← x + dt v; q turned by ω).
     Otherwise the second half of velocity Verlet: v ← v + kick_dt·a, ω ← ω + kick_dt·α, with
     a, α stored in ``acc``/``alpha`` (n, 3) for the next step's ``drift`` (kick_dt = dt/2, or 0 to only
-    compute them at the start). ``wall_hist`` (n, 6, 6): ξ and ξ_r per wall side; (n, 0, 6) without
-    tangential or rolling springs (never touched then).
+    compute them at the start).
 
     Returns:
         (largest displacement² since the last build [m²] (Euler only, else 0), largest speed²,
@@ -905,15 +929,14 @@ def kick(pos, vel, omega, quat, force, torque, radius, mass, material, active, a
     max_disp2 = 0.0
     max_speed2 = 0.0
     bad = 0
-    walls = (lo, hi, wall_mask, wall_beta, wall_mu, wall_roll, wall_cohesion, wall_hist, wall_touch)
+    box = (lo, hi, wall_mask)
     fields = (field_table, field_grid)
     for i in prange(pos.shape[0]):
         if active[i] == 0:
             continue
         disp2, speed2, broken = kick_one(i, force[i, 0], force[i, 1], force[i, 2], torque[i, 0], torque[i, 1],
-                                         torque[i, 2], pos, vel, omega, quat, radius, mass, material, active, accel,
-                                         dt, kick_dt, euler, rotation, stiffness, spring, walls, fields, acc, alpha,
-                                         pos_ref)
+                                         torque[i, 2], pos, vel, omega, quat, radius, mass, active, accel, dt, kick_dt,
+                                         euler, rotation, box, fields, acc, alpha, pos_ref)
         bad += broken
         max_disp2 = max(max_disp2, disp2)
         max_speed2 = max(max_speed2, speed2)

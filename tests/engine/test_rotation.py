@@ -148,7 +148,8 @@ def test_full_kernel_matches_the_reference_on_random_contacts(rng, friction_mode
 
 
 def test_full_wall_contact_matches_the_reference(rng):
-    """Floor contacts through ``kick`` (acceleration only: kick_dt 0) against the reference wall."""
+    """Floor contacts through ``wall_forces_full`` then ``kick`` (acceleration only: kick_dt 0) against the
+    reference wall."""
     for _ in range(30):
         r = np.float32(rng.uniform(0.005, 0.02))
         y = np.float32(r * rng.uniform(0.8, 0.999))
@@ -162,11 +163,15 @@ def test_full_wall_contact_matches_the_reference(rng):
         acc, alpha = np.zeros((1, 3)), np.zeros((1, 3))
         mask = np.array([0, 0, 1, 0, 0, 0], np.int32)  # the floor only (side -y)
         beta = damping_ratio(0.4)
-        k.kick(pos, vel.copy(), omega.copy(), np.array([[1, 0, 0, 0]], np.float32), np.zeros((1, 3)),
-               np.zeros((1, 3)), np.array([r]), mass, np.zeros(1, np.int32), np.ones(1, np.uint8), np.zeros(3), DT,
-               0.0, False, True, np.zeros(3), np.ones(3), mask, np.array([beta], np.float32),
-               np.array([0.4], np.float32), np.array([0.1], np.float32), np.array([3.0e4]), STIFFNESS, True,
-               wall_hist, np.zeros(1, np.uint8), np.zeros((0, 12)), np.zeros(0), acc, alpha, pos.copy())
+        force, torque = np.zeros((1, 3)), np.zeros((1, 3))
+        vel, omega = vel.copy(), omega.copy()
+        k.wall_forces_full(np.zeros(1, np.int64), pos, vel, omega, np.array([r]), mass, np.zeros(1, np.int32),
+                           np.ones(1, np.uint8), np.zeros(3), np.ones(3), mask, np.array([beta], np.float32),
+                           np.array([0.4], np.float32), np.array([0.1], np.float32), np.array([3.0e4]), STIFFNESS,
+                           True, wall_hist, np.zeros(1, np.uint8), DT, force, torque, np.zeros(1, np.uint8))
+        k.kick(pos, vel, omega, np.array([[1, 0, 0, 0]], np.float32), force, torque, np.array([r]), mass,
+               np.ones(1, np.uint8), np.zeros(3), DT, 0.0, False, True, np.zeros(3), np.ones(3), mask,
+               np.zeros((0, 12)), np.zeros(0), acc, alpha, pos.copy())
         f, ti, _, xi_t, xi_r = contact_response(
             pos[0], pos[0] * np.float32([1, 0, 1]), vel[0], [0, 0, 0], omega[0], [0, 0, 0], float(r), 0.0, float(mass[0]),
             math.inf, STIFFNESS, float(np.float32(beta)), float(np.float32(0.4)), mu_roll=float(np.float32(0.1)),
