@@ -260,8 +260,6 @@ def fused_step_full(pos, vel, omega, quat, force, torque, touched, radius, mass,
         as ``cpu_kernels.kick``.
     """
     blocks = block_start.shape[0] - 1
-    box = (lo, hi, wall_mask)
-    fields = (field_table, field_grid)
     disp2_of = np.zeros(blocks)
     speed2_of = np.zeros(blocks)
     bad_of = np.zeros(blocks, np.int64)
@@ -311,7 +309,8 @@ def fused_step_full(pos, vel, omega, quat, force, torque, touched, radius, mass,
                 ty += sy
                 tz += sz
             disp2, speed2, broken = kick_one(i, fx, fy, fz, tx, ty, tz, pos, vel, omega, quat, radius, mass, active,
-                                             accel, dt, kick_dt, euler, rotation, box, fields, acc, alpha, pos_ref)
+                                             accel, dt, kick_dt, euler, rotation, lo, hi, wall_mask, field_table,
+                                             field_grid, acc, alpha, pos_ref)
             bad += broken
             max_disp2 = max(max_disp2, disp2)
             max_speed2 = max(max_speed2, speed2)

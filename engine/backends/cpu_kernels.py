@@ -856,18 +856,16 @@ def _wall_sum_full(i, fx, fy, fz, tx, ty, tz, pos, vel, omega, radius, mass, mat
 
 @njit(inline="always", **KERNEL_OPTIONS)  # inlined: a call with this many arguments costs more than its work
 def kick_one(i, fx, fy, fz, tx, ty, tz, pos, vel, omega, quat, radius, mass, active, accel, dt, kick_dt, euler,
-             rotation, box, fields, acc, alpha, pos_ref):
+             rotation, lo, hi, wall_mask, field_table, field_grid, acc, alpha, pos_ref):
     """``kick`` for one active particle i under force (fx, fy, fz) [N] and torque (tx, ty, tz) [N·m], walls
-    included (``wall_forces_full``). ``box`` = (lo, hi, wall_mask), ``fields`` = (field_table,
-    field_grid): packed because a call of over 30 arguments is compiled as f(*args), which numba cannot
-    inline.
+    included (``wall_forces_full``). (Keep it under 30 arguments: a longer call is compiled as
+    f(*args), which numba cannot inline; packing arrays in tuples instead costs reference counting per
+    particle.)
 
     Returns:
         (displacement² since the last build [m²] (Euler only, else 0), speed² [m²/s²], 1 if a value
         is no longer finite else 0; the first two are 0 then).
     """
-    lo, hi, wall_mask = box
-    field_table, field_grid = fields
     m = np.float64(mass[i])
     r = np.float64(radius[i])
     wix, wiy, wiz = np.float64(omega[i, 0]), np.float64(omega[i, 1]), np.float64(omega[i, 2])
@@ -929,14 +927,13 @@ def kick(pos, vel, omega, quat, force, torque, radius, mass, active, accel, dt, 
     max_disp2 = 0.0
     max_speed2 = 0.0
     bad = 0
-    box = (lo, hi, wall_mask)
-    fields = (field_table, field_grid)
     for i in prange(pos.shape[0]):
         if active[i] == 0:
             continue
         disp2, speed2, broken = kick_one(i, force[i, 0], force[i, 1], force[i, 2], torque[i, 0], torque[i, 1],
                                          torque[i, 2], pos, vel, omega, quat, radius, mass, active, accel, dt, kick_dt,
-                                         euler, rotation, box, fields, acc, alpha, pos_ref)
+                                         euler, rotation, lo, hi, wall_mask, field_table, field_grid, acc, alpha,
+                                         pos_ref)
         bad += broken
         max_disp2 = max(max_disp2, disp2)
         max_speed2 = max(max_speed2, speed2)
