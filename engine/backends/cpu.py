@@ -501,9 +501,9 @@ class BackendCpu(Backend):
                           self.wall_touch, physics.dt, self.force, self.touched)
             disp2, speed2, bad = fused_step(
                 self.pos, self.vel, self.force, self.touched, self.radius, self.mass, self.material, self.active,
-                nb.nbr_start, nb.nbr_j, nb.rev_start, nb.rev_pair, self.beta, self.mu, stiffness, self.spring, physics.dt,
-                self.hist, self.pair_force, start, reached_to, accel, self.lo, self.hi, self.wall_mask, self.interior,
-                self.field_table, self.field_grid, self.pos_ref, measure)
+                nb.nbr_start, nb.nbr_j, nb.rev_start, nb.rev_pair, self.beta, self.mu, stiffness, self.spring,
+                physics.dt, self.hist, self.pair_force, start, reached_to, accel, self.lo, self.hi, self.wall_mask,
+                self.interior, self.field_table, self.field_grid, self.pos_ref, measure)
             self.step_index += 1
             self._check_diverged(bad, speed2)
             # No grain moved further since the build than the fastest grain's speed summed over the

@@ -292,8 +292,8 @@ def _field_acceleration(x, y, z, vx, vy, vz, table, grid):
 
 
 @njit(parallel=True, **KERNEL_OPTIONS)
-def wall_forces(near, pos, vel, radius, mass, material, active, lo, hi, wall_mask, wall_beta, wall_mu, stiffness, spring,
-                wall_hist, wall_touch, dt, force, touched):
+def wall_forces(near, pos, vel, radius, mass, material, active, lo, hi, wall_mask, wall_beta, wall_mu, stiffness,
+                spring, wall_hist, wall_touch, dt, force, touched):
     """Wall contacts of the particles ``near`` (slots, int64): each side's force added to ``force[i]``
     [N] in side order, ``touched[i]`` set where one pushes; springs cleared where they end.
 
