@@ -1,10 +1,11 @@
-"""The paper model's CPU step in one pass: contact forces and integration fused, in blocks of slots.
+"""The CPU step in one pass: contact forces and integration fused, in blocks of slots (the paper's
+model; the full law, ``fused_step_full``, the same way).
 
 Why one pass is enough: after the cell-order renumbering (engine.backends.cpu_neighbors) every entry of
 particle i's half-list row names a later slot, j > i. Walking the slots in order, when the pass reaches i
 every row that holds i is done except i's own; the reactions of those rows were added straight into
 ``force[i]`` (Newton's third law, as LAMMPS's serial pair loop does), so after i's own row the force on
-i is complete and i is advanced at once (``cpu_kernels.advance``: walls, fields, Euler). Moving i changes
+i is complete and i is advanced at once (``cpu_kernels.advance``: fields, Euler, exits). Moving i changes
 nothing a later row reads, since later rows name only later slots. This drops the two-pass path's
 per-entry force buffer, its gather pass and its separate integration pass, which cost more than the
 contact arithmetic itself.
@@ -29,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .cpu_kernels import KERNEL_OPTIONS, advance, kick_one, pair_force_of, pair_full_of, touching_force
+from .cpu_kernels import KERNEL_OPTIONS, advance, kick_one, pair_force_from, pair_full_of
 
 #: Cost of advancing one particle, in list entries, for balancing the blocks.
 PARTICLE_COST = 1.5
@@ -82,14 +83,15 @@ def crossing_forces(pos, vel, radius, mass, material, active, nbr_start, nbr_j, 
     for b in prange(block_start.shape[0] - 1):
         s1 = block_start[b + 1]
         for i in range(cross_from[b], s1):
+            xi, yi, zi, ri = np.float64(pos[i, 0]), np.float64(pos[i, 1]), np.float64(pos[i, 2]), np.float64(radius[i])
             for p in range(nbr_start[i], nbr_start[i + 1]):
                 j = nbr_j[p]
                 if j < s1:
                     continue
                 fx = fy = fz = 0.0
                 if active[i] != 0 and active[j] != 0:
-                    fx, fy, fz = pair_force_of(i, j, p, pos, vel, radius, mass, material, beta_table, mu_table,
-                                               stiffness, spring, dt, hist)
+                    _, fx, fy, fz = pair_force_from(i, j, p, xi, yi, zi, ri, pos, vel, radius, mass, material,
+                                                    beta_table, mu_table, stiffness, spring, dt, hist)
                 pair_force[p, 0] = fx
                 pair_force[p, 1] = fy
                 pair_force[p, 2] = fz
@@ -186,19 +188,10 @@ def fused_step(pos, vel, force, touched, radius, mass, material, active, nbr_sta
                 else:
                     if active[j] == 0:
                         continue
-                    dx = xi - pos[j, 0]
-                    dy = yi - pos[j, 1]
-                    dz = zi - pos[j, 2]
-                    reach = ri + radius[j]
-                    d2 = dx * dx + dy * dy + dz * dz
-                    if d2 > reach * reach:  # apart: no force (adding its zero would change no bit)
-                        if spring:
-                            hist[p, 0] = 0.0
-                            hist[p, 1] = 0.0
-                            hist[p, 2] = 0.0
+                    touching, gx, gy, gz = pair_force_from(i, j, p, xi, yi, zi, ri, pos, vel, radius, mass, material,
+                                                           beta_table, mu_table, stiffness, spring, dt, hist)
+                    if not touching:  # apart: no force (adding its zero would change no bit)
                         continue
-                    gx, gy, gz = touching_force(i, j, p, dx, dy, dz, d2, reach, vel, mass, material, beta_table,
-                                                mu_table, stiffness, spring, dt, hist)
                     force[j, 0] -= gx
                     force[j, 1] -= gy
                     force[j, 2] -= gz

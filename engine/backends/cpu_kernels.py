@@ -153,7 +153,7 @@ def _contact(dx, dy, dz, dist, overlap, dvx, dvy, dvz, m_eff, stiffness, beta, m
 @njit(inline="always", **KERNEL_OPTIONS)
 def contact_along(nx, ny, nz, overlap, dvx, dvy, dvz, m_eff, stiffness, beta, mu, spring, hist, h, dt):
     """``_contact`` for a given unit normal (nx, ny, nz) (walls; grain pairs, whose normal
-    ``touching_force`` forms with one division)."""
+    ``pair_force_from`` forms with one division)."""
     root = math.sqrt(m_eff * stiffness)
     v_n = dvx * nx + dvy * ny + dvz * nz
     f_n = stiffness * overlap - 2.0 * beta * root * v_n
@@ -197,10 +197,23 @@ def contact_along(nx, ny, nz, overlap, dvx, dvy, dvz, m_eff, stiffness, beta, mu
 
 
 @njit(inline="always", **KERNEL_OPTIONS)  # inlined: a call with this many arguments costs more than the pair
-def touching_force(i, j, p, dx, dy, dz, d2, reach, vel, mass, material, beta_table, mu_table, stiffness, spring, dt,
-                   hist):
-    """Force on i [N] of list entry p whose particles touch (x_i − x_j = (dx, dy, dz), d2 its square,
-    reach = r_i + r_j, all float64 [m, m²]) as (fx, fy, fz)."""
+def pair_force_from(i, j, p, xi, yi, zi, ri, pos, vel, radius, mass, material, beta_table, mu_table, stiffness, spring,
+                    dt, hist):
+    """Force on i [N] of list entry p (particles i, j, both active), i's centre (xi, yi, zi) and radius
+    ri given as float64 (callers keep them in registers across a row that stores to memory):
+    (touching, fx, fy, fz), zero when apart, where a live tangential spring ``hist[p]`` is also
+    cleared."""
+    dx = xi - pos[j, 0]
+    dy = yi - pos[j, 1]
+    dz = zi - pos[j, 2]
+    reach = ri + radius[j]
+    d2 = dx * dx + dy * dy + dz * dz
+    if d2 > reach * reach:
+        if spring:  # hist has no rows without springs
+            hist[p, 0] = 0.0
+            hist[p, 1] = 0.0
+            hist[p, 2] = 0.0
+        return False, 0.0, 0.0, 0.0
     dist = math.sqrt(d2)
     if dist > 0.0:
         inverse = 1.0 / dist  # one division, not three (divisions bound this kernel)
@@ -209,29 +222,11 @@ def touching_force(i, j, p, dx, dy, dz, d2, reach, vel, mass, material, beta_tab
         nx, ny, nz = 1.0, 0.0, 0.0
     mi = np.float64(mass[i])
     mj = np.float64(mass[j])
-    return contact_along(nx, ny, nz, reach - dist, np.float64(vel[i, 0]) - vel[j, 0],
-                         np.float64(vel[i, 1]) - vel[j, 1], np.float64(vel[i, 2]) - vel[j, 2], mi * mj / (mi + mj),
-                         stiffness, beta_table[material[i], material[j]], mu_table[material[i], material[j]],
-                         spring, hist, p, dt)
-
-
-@njit(inline="always", **KERNEL_OPTIONS)
-def pair_force_of(i, j, p, pos, vel, radius, mass, material, beta_table, mu_table, stiffness, spring, dt, hist):
-    """Force on i [N] of list entry p (particles i, j, both active) as (fx, fy, fz): zero when apart,
-    where a live tangential spring ``hist[p]`` is also cleared."""
-    dx = np.float64(pos[i, 0]) - pos[j, 0]
-    dy = np.float64(pos[i, 1]) - pos[j, 1]
-    dz = np.float64(pos[i, 2]) - pos[j, 2]
-    reach = np.float64(radius[i]) + radius[j]
-    d2 = dx * dx + dy * dy + dz * dz
-    if d2 > reach * reach:
-        if spring:  # hist has no rows without springs
-            hist[p, 0] = 0.0
-            hist[p, 1] = 0.0
-            hist[p, 2] = 0.0
-        return 0.0, 0.0, 0.0
-    return touching_force(i, j, p, dx, dy, dz, d2, reach, vel, mass, material, beta_table, mu_table, stiffness,
-                          spring, dt, hist)
+    fx, fy, fz = contact_along(nx, ny, nz, reach - dist, np.float64(vel[i, 0]) - vel[j, 0],
+                               np.float64(vel[i, 1]) - vel[j, 1], np.float64(vel[i, 2]) - vel[j, 2],
+                               mi * mj / (mi + mj), stiffness, beta_table[material[i], material[j]],
+                               mu_table[material[i], material[j]], spring, hist, p, dt)
+    return True, fx, fy, fz
 
 
 @njit(parallel=True, **KERNEL_OPTIONS)
@@ -247,6 +242,7 @@ def pair_forces(pos, vel, radius, mass, material, active, nbr_start, nbr_j, beta
         fx_sum = 0.0
         fy_sum = 0.0
         fz_sum = 0.0
+        xi, yi, zi, ri = np.float64(pos[i, 0]), np.float64(pos[i, 1]), np.float64(pos[i, 2]), np.float64(radius[i])
         for p in range(nbr_start[i], nbr_start[i + 1]):
             pair_force[p, 0] = 0.0
             pair_force[p, 1] = 0.0
@@ -254,8 +250,8 @@ def pair_forces(pos, vel, radius, mass, material, active, nbr_start, nbr_j, beta
             j = nbr_j[p]
             if active[i] == 0 or active[j] == 0:
                 continue
-            fx, fy, fz = pair_force_of(i, j, p, pos, vel, radius, mass, material, beta_table, mu_table, stiffness,
-                                       spring, dt, hist)
+            _, fx, fy, fz = pair_force_from(i, j, p, xi, yi, zi, ri, pos, vel, radius, mass, material, beta_table,
+                                            mu_table, stiffness, spring, dt, hist)
             pair_force[p, 0] = fx
             pair_force[p, 1] = fy
             pair_force[p, 2] = fz
