@@ -131,16 +131,16 @@ class BackendCpu(Backend):
         self.pair_torque = np.zeros((0, 6), np.float64)
         self.primed = False  # Verlet: acc/alpha hold the accelerations of the current state
         self.pos_ref = np.zeros((n, 3), np.float32)
-        self.interior = np.zeros(n, np.uint8)  # set at each build (cpu_kernels.mark_interior)
-        self.drift_bound = 0.0  # [m] bound on any grain's displacement since the build (_step_fused)
-        # float32 rounding a step may add to a displacement [m]: a few ulps of the largest coordinate.
-        self.rounding_per_step = 4.0 * 2.0 ** -23 * max(float(np.max(np.abs(np.concatenate([self.lo, self.hi])))),
-                                                         float(model.radius.max()))
-        # With colliders every grain is tested against the walls: their swept test moves grains after
-        # the displacement check that mark_interior's margin relies on.
-        self.near_all = np.zeros(n, np.uint8)
+        # Grains that cannot reach a side before the next build, and the slots wall_forces looks at:
+        # set at each build (cpu_kernels.mark_interior); until then every grain is tested.
+        self.interior = np.zeros(n, np.uint8)
         self.all_slots = np.arange(n, dtype=np.int64)
         self.near = self.all_slots
+        self.drift_bound = 0.0  # [m] bound on any grain's displacement since the build (_step_fused)
+        # Largest local coordinate of the box [m]: what float32 rounding of a centre scales with.
+        self.box_extent = float(np.max(np.abs(np.concatenate([self.lo, self.hi]))))
+        # float32 rounding a step may add to a displacement [m]: a few ulps of the largest coordinate.
+        self.rounding_per_step = 4.0 * 2.0 ** -23 * max(self.box_extent, float(model.radius.max()))
         self.step_index = 0
         self.builds = 0  # list builds so far (keys the fused step's blocks)
         #: Blocks of the fused step: None = one per numba thread; a number to test other cuts.
@@ -365,12 +365,15 @@ class BackendCpu(Backend):
         if self.keep_hist and old_j.shape[0]:
             k.remap_history(old_start, old_j, old_hist, nb.nbr_start, nb.nbr_j, self.hist, new_to_old)
         self.pos_ref[:] = self.pos
-        # Rounding allowance of float32 centres on top of the half skin the rebuild rule allows.
-        extent = float(np.max(np.abs(np.concatenate([self.lo, self.hi]))))
-        k.mark_interior(self.pos, self.radius, self.active, self.lo, self.hi,
-                        0.5 * nb.skin + 1e-6 * max(extent, 1.0), self.interior)
-        self.near = np.flatnonzero(self.interior == 0)  # the slots wall_forces looks at
-        self.force[:] = 0.0  # the fused step's invariant (engine.backends.cpu_fused)
+        if self.model.colliders is None:
+            # Rounding allowance of float32 centres on top of the half skin the rebuild rule allows.
+            k.mark_interior(self.pos, self.radius, self.active, self.lo, self.hi,
+                            0.5 * nb.skin + 1e-6 * max(self.box_extent, 1.0), self.interior)
+            self.near = np.flatnonzero(self.interior == 0)
+        # (With colliders every grain stays tested against the walls: their swept test moves grains
+        # after the displacement check that mark_interior's margin relies on.)
+        self.force[:] = 0.0  # the fused steps' invariant (engine.backends.cpu_fused)
+        self.torque[:] = 0.0
         self.touched[:] = 0
         self.drift_bound = 0.0  # [m] see _step_fused
         self.builds += 1
@@ -451,14 +454,12 @@ class BackendCpu(Backend):
                                      self.material, self.active, self.force, physics)
                 timings.colliders_s += time.perf_counter() - c0
             t2 = time.perf_counter()
-            near = self.near if colliders is None else self.all_slots
-            k.wall_forces(near, self.pos, self.vel, self.radius, self.mass, self.material, self.active, self.lo,
+            k.wall_forces(self.near, self.pos, self.vel, self.radius, self.mass, self.material, self.active, self.lo,
                           self.hi, self.wall_mask, self.wall_beta, self.wall_mu, stiffness, self.spring, self.wall_hist,
                           self.wall_touch, physics.dt, self.force, self.touched)
             disp2, speed2, bad = k.integrate(
                 self.pos, self.vel, self.force, self.mass, self.active, accel, physics.dt, self.lo, self.hi,
-                self.wall_mask, self.interior if colliders is None else self.near_all, self.field_table,
-                self.field_grid, self.pos_ref)
+                self.wall_mask, self.interior, self.field_table, self.field_grid, self.pos_ref)
             if colliders is not None:
                 # Swept test from old to new centre: catches grains that would tunnel through a wall.
                 c0 = time.perf_counter()
@@ -491,14 +492,14 @@ class BackendCpu(Backend):
             start, cross_from, reached_to = self._blocks()
             t1 = time.perf_counter()
             nb = self.neighbors
+            k.wall_forces(self.near, self.pos, self.vel, self.radius, self.mass, self.material, self.active, self.lo,
+                          self.hi, self.wall_mask, self.wall_beta, self.wall_mu, stiffness, self.spring, self.wall_hist,
+                          self.wall_touch, physics.dt, self.force, self.touched)  # walls first, then pairs
             if start.shape[0] > 2:
                 crossing_forces(self.pos, self.vel, self.radius, self.mass, self.material, self.active,
                                 nb.nbr_start, nb.nbr_j, self.beta, self.mu, stiffness, self.spring, physics.dt,
                                 self.hist, self.pair_force, start, cross_from)
             measure = self.drift_bound >= 0.5 * nb.skin
-            k.wall_forces(self.near, self.pos, self.vel, self.radius, self.mass, self.material, self.active, self.lo,
-                          self.hi, self.wall_mask, self.wall_beta, self.wall_mu, stiffness, self.spring, self.wall_hist,
-                          self.wall_touch, physics.dt, self.force, self.touched)
             disp2, speed2, bad = fused_step(
                 self.pos, self.vel, self.force, self.touched, self.radius, self.mass, self.material, self.active,
                 nb.nbr_start, nb.nbr_j, nb.rev_start, nb.rev_pair, self.beta, self.mu, stiffness, self.spring,
