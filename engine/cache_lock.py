@@ -38,14 +38,24 @@ def _program() -> str:
     return " ".join([name, *sys.argv[1:3]])[:120]
 
 
-def describe_owner(folder: str | os.PathLike) -> str:
-    """Who holds the lock of ``folder``, as a phrase: 'process 123 on host (mochi bake …, since 18:02)'."""
-    try:
-        owner = json.loads((Path(folder) / OWNER_NAME).read_text(encoding="utf-8"))
-        since = time.strftime("%H:%M:%S", time.localtime(float(owner["since"])))
-        return f"process {int(owner['pid'])} on {owner['host']} ({owner['program']}, since {since})"
-    except (OSError, ValueError, KeyError, TypeError):
-        return "another process"
+#: How long a refused process waits for the holder's owner file [s]: the holder writes it just after it
+#: takes the lock, so a bake refused in that instant would otherwise name 'another process'.
+OWNER_WAIT_S = 0.5
+
+
+def describe_owner(folder: str | os.PathLike, wait_s: float = OWNER_WAIT_S) -> str:
+    """Who holds the lock of ``folder``, as a phrase: 'process 123 on host (mochi bake …, since 18:02)';
+    'another process' when its owner file is still missing or unreadable after ``wait_s`` seconds."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            owner = json.loads((Path(folder) / OWNER_NAME).read_text(encoding="utf-8"))
+            since = time.strftime("%H:%M:%S", time.localtime(float(owner["since"])))
+            return f"process {int(owner['pid'])} on {owner['host']} ({owner['program']}, since {since})"
+        except (OSError, ValueError, KeyError, TypeError):
+            if time.monotonic() >= deadline:
+                return "another process"
+            time.sleep(0.02)
 
 
 class CacheLock:
