@@ -132,8 +132,9 @@ def tsuji_restitution(restitution: float) -> float:
     return tsuji_input_for(2.0 * damping_ratio(restitution))
 
 
-def lammps_script(*, friction, rolling, gamma_roll, rotation, gravity, steps, restitution=RESTITUTION,
-                  energy_every=0, dt=DT) -> str:
+def granular_model(*, friction, rolling, gamma_roll, restitution=RESTITUTION) -> str:
+    """LAMMPS ``pair granular`` model of Mochi's full law: Hooke normal force damped to ``restitution``,
+    a linear tangential spring with friction, and SDS rolling resistance when ``rolling`` > 0."""
     k_t = 2.0 / 7.0 * STIFFNESS
     if restitution >= 1.0:
         damping = "hooke {k} 0.0 damping velocity".format(k=STIFFNESS)
@@ -142,13 +143,25 @@ def lammps_script(*, friction, rolling, gamma_roll, rotation, gravity, steps, re
     model = f"{damping} tangential linear_history {k_t} {math.sqrt(2.0 / 7.0)} {friction}"
     if rolling > 0:
         model += f" rolling sds {k_t} {gamma_roll} {rolling}"
-    lines = ["units si", "atom_style sphere", "boundary f f f", "newton off", "comm_modify vel yes",
-             "atom_modify map array", "read_data data.txt", "pair_style granular", f"pair_coeff * * {model}",
-             f"neighbor {0.4 * RADIUS} bin", "neigh_modify delay 0 every 1 check yes", f"timestep {dt}",
-             f"fix xw all wall/gran granular {model} xplane 0.0 {SIDE}",
-             f"fix yw all wall/gran granular {model} yplane 0.0 {SIDE}",
-             f"fix zw all wall/gran granular {model} zplane 0.0 {HEIGHT}",
-             f"fix integrate all {'nve/sphere' if rotation else 'nve'}"]
+    return model
+
+
+def granular_box_lines(model: str, *, dt: float, hi: tuple, rotation: bool) -> list[str]:
+    """The input's common part: spheres read from data.txt, ``model`` between grains and on the walls
+    x, y, z = 0 … ``hi`` (a bound of "NULL" leaves that side open), and the integrator."""
+    return ["units si", "atom_style sphere", "boundary f f f", "newton off", "comm_modify vel yes",
+            "atom_modify map array", "read_data data.txt", "pair_style granular", f"pair_coeff * * {model}",
+            f"neighbor {0.4 * RADIUS} bin", "neigh_modify delay 0 every 1 check yes", f"timestep {dt}",
+            f"fix xw all wall/gran granular {model} xplane 0.0 {hi[0]}",
+            f"fix yw all wall/gran granular {model} yplane 0.0 {hi[1]}",
+            f"fix zw all wall/gran granular {model} zplane 0.0 {hi[2]}",
+            f"fix integrate all {'nve/sphere' if rotation else 'nve'}"]
+
+
+def lammps_script(*, friction, rolling, gamma_roll, rotation, gravity, steps, restitution=RESTITUTION,
+                  energy_every=0, dt=DT) -> str:
+    model = granular_model(friction=friction, rolling=rolling, gamma_roll=gamma_roll, restitution=restitution)
+    lines = granular_box_lines(model, dt=dt, hi=(SIDE, SIDE, HEIGHT), rotation=rotation)
     g = float(np.linalg.norm(gravity))
     if g > 0:
         lines.append(f"fix down all gravity {g} vector {gravity[0] / g} {gravity[1] / g} {gravity[2] / g}")

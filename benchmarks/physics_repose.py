@@ -47,7 +47,7 @@ sys.path.insert(0, str(REPO))
 from benchmarks.peers.data_file import write_sphere_data  # noqa: E402
 from benchmarks.peers.runner import run_peer  # noqa: E402
 from benchmarks.physics_peers import (DENSITY, DT, RADIUS, RESTITUTION, STIFFNESS,  # noqa: E402
-                                      rolling_damping, tsuji_restitution)
+                                      granular_box_lines, granular_model, rolling_damping)
 
 LENGTH = 0.15          # box length along x [m]; the +x side is open
 WIDTH = 0.04           # box width along y [m] (8 diameters, walls on both sides)
@@ -109,21 +109,11 @@ def _box_data(folder: Path, positions, radii, velocities, types=None, type_count
 
 
 def lammps_script(*, rolling, gamma_roll, rotation, steps=STEPS) -> str:
-    k_t = 2.0 / 7.0 * STIFFNESS
-    model = (f"hooke {STIFFNESS} {tsuji_restitution(RESTITUTION)} damping tsuji "
-             f"tangential linear_history {k_t} {math.sqrt(2.0 / 7.0)} {FRICTION}")
-    if rolling > 0:
-        model += f" rolling sds {k_t} {gamma_roll} {rolling}"
-    lines = ["units si", "atom_style sphere", "boundary f f f", "newton off", "comm_modify vel yes",
-             "atom_modify map array", "read_data data.txt", "pair_style granular", f"pair_coeff * * {model}",
-             f"neighbor {0.4 * RADIUS} bin", "neigh_modify delay 0 every 1 check yes", f"timestep {DT}",
-             f"fix xw all wall/gran granular {model} xplane 0.0 NULL",
-             f"fix yw all wall/gran granular {model} yplane 0.0 {WIDTH}",
-             f"fix zw all wall/gran granular {model} zplane 0.0 {HEIGHT}",
-             f"fix integrate all {'nve/sphere' if rotation else 'nve'}",
-             "fix down all gravity 9.81 vector 0 0 -1",
-             "thermo_style custom step atoms ke", "thermo 5000", "thermo_modify norm no lost ignore",
-             f"run {steps}", "write_dump all custom final.dump id radius x y z modify sort id"]
+    model = granular_model(friction=FRICTION, rolling=rolling, gamma_roll=gamma_roll)
+    lines = granular_box_lines(model, dt=DT, hi=("NULL", WIDTH, HEIGHT), rotation=rotation) + [
+        "fix down all gravity 9.81 vector 0 0 -1",
+        "thermo_style custom step atoms ke", "thermo 5000", "thermo_modify norm no lost ignore",
+        f"run {steps}", "write_dump all custom final.dump id radius x y z modify sort id"]
     return "\n".join(lines) + "\n"
 
 
