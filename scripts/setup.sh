@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Creates the virtual environments, one per supported Blender line, and installs Mochi into each:
-#   .venv     Python 3.11, bpy 5.0.1   mochi-dem[blender,test,bench]   (the main one: CLI, demo, engine tests)
+#   .venv     Python 3.11, bpy 5.0.1   mochi-dem[blender,test,bench,rt]  (the main one: CLI, demo, engine tests)
 #   .venv45   Python 3.11, bpy 4.5.15  mochi-dem[blender-4-5,test]     (the add-on tests on Blender 4.5 LTS)
 #   .venv313  Python 3.13, bpy 5.2.3   mochi-dem[blender-5-2,test]     (the add-on tests on Blender 5.2 LTS)
 # `setup.sh` makes only .venv (what scripts/demo.sh needs); `setup.sh all` makes all three (scripts/test.sh).
@@ -43,10 +43,12 @@ if [ -z "$PY311" ]; then
     echo "setup: Python 3.11 is required (bpy 4.5 and 5.0 are built for it); install python3.11 first." >&2
     exit 1
 fi
-setup_line .venv "$PY311" "blender,test,bench"
+setup_line .venv "$PY311" "blender,test,bench,rt"
 if [ "${1:-main}" != all ]; then
     exit 0
 fi
+# Vulkan ray tracing on the CPU (Mesa's lavapipe) for the rt backend's tests; at once when installed.
+bash scripts/install_lavapipe.sh
 setup_line .venv45 "$PY311" "blender-4-5,test"
 if PY313=$(find_python313); then
     setup_line .venv313 "$PY313" "blender-5-2,test"
