@@ -92,6 +92,7 @@ class RayTracedPairs:
         self._spy = __import__("slangpy")
         self._count = 0
         self._capacity = 0
+        self._skin = 0.0
         self._compile()
 
     # --- set-up -------------------------------------------------------------------------------
@@ -116,17 +117,18 @@ class RayTracedPairs:
         return np.ascontiguousarray(np.concatenate([local, self._radius[:, None]], axis=1), dtype=np.float32)
 
     def _boxes(self, spheres: np.ndarray) -> np.ndarray:
-        """Boxes of side 4r (padded) as (min xyz, max xyz) float32 rows, shape (n, 6)."""
-        half = (2.0 * spheres[:, 3].astype(np.float64) * (1.0 + BOX_PAD))[:, None]
+        """Boxes of half width 2r + skin (padded) as (min xyz, max xyz) float32 rows, shape (n, 6)."""
+        half = ((2.0 * spheres[:, 3].astype(np.float64) + self._skin) * (1.0 + BOX_PAD))[:, None]
         centre = spheres[:, :3].astype(np.float64)
         return np.ascontiguousarray(np.concatenate([centre - half, centre + half], axis=1), dtype=np.float32)
 
-    def build(self, positions: np.ndarray, radius: np.ndarray) -> None:
+    def build(self, positions: np.ndarray, radius: np.ndarray, *, skin: float = 0.0) -> None:
         """Build the trees for a new set of spheres.
 
         Args:
             positions: Centres [m], shape (n, 3), finite.
             radius: Radii [m], shape (n,), positive.
+            skin: Distance added to every reach r_i + r_j [m] (0: touching pairs only).
 
         Raises:
             MochiError: shapes that disagree, or non-finite values.
@@ -138,6 +140,9 @@ class RayTracedPairs:
                              "describe the same spheres.")
         if not (np.isfinite(positions).all() and np.isfinite(radius).all() and (radius > 0).all()):
             raise MochiError("Every sphere needs a finite centre and a positive, finite radius.")
+        if not (np.isfinite(skin) and skin >= 0):
+            raise MochiError(f"The search skin must be a finite distance of at least 0 m, not {skin!r}.")
+        self._skin = float(skin)
         start = time.perf_counter()
         spy, device = self._spy, self.rt.device
         usage = spy.BufferUsage
@@ -217,7 +222,8 @@ class RayTracedPairs:
         spy, device = self._spy, self.rt.device
         self._counter.copy_from_numpy(np.zeros(1, np.uint32))
         bindings = {"g_spheres": self._sphere_buffer, "g_pairs": self._pair_buffer, "g_counter": self._counter,
-                    "g_tlas": self._tlas, "g_count": self._count, "g_capacity": self._capacity}
+                    "g_tlas": self._tlas, "g_count": self._count, "g_capacity": self._capacity,
+                    "g_skin": self._skin}
         if self.entry == "ray_query":
             self._kernel.dispatch(thread_count=[self._count, 1, 1], vars=bindings)
         else:
@@ -232,7 +238,7 @@ class RayTracedPairs:
         return int(self._counter.to_numpy().view(np.uint32)[0])
 
     def pairs(self) -> tuple[np.ndarray, np.ndarray]:
-        """Touching pairs (|c_i − c_j| ≤ r_i + r_j in float32, local frame) of the current spheres.
+        """Pairs with |c_i − c_j| ≤ r_i + r_j + skin (float32, local frame) of the current spheres.
 
         Returns:
             (i, j): int64 arrays of the same length, in the indices given to ``build``, i < j, sorted

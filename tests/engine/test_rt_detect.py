@@ -98,6 +98,17 @@ def test_pairs_equal_the_brute_force_oracle(search, state):
         assert len(expected) == 3 * 12 * 12 * 11  # the oracle itself sees every exact touch
 
 
+def test_a_skin_finds_every_pair_within_reach(search):
+    """With a skin s the list holds every pair with |d| ≤ r_i + r_j + s: the pairs that touch when every
+    radius grows by s/2 (0.125 here, exact in binary)."""
+    positions, radius = two_radii(seed=9)
+    search.build(positions, radius, skin=0.25)
+    i, j = search.pairs()
+    expected = brute_force_pairs(positions, radius + 0.125)
+    assert _as_set(i, j) == expected
+    assert len(expected) > len(brute_force_pairs(positions, radius))
+
+
 def test_both_entry_shapes_give_the_same_bits(rt_device):
     if not (rt_device.ray_query and rt_device.pipeline):
         pytest.skip(f"{rt_device.describe()} lacks one of the two entry shapes")
@@ -148,15 +159,17 @@ def test_morton_order_is_a_permutation_along_space():
     assert steps < 0.5 * np.linalg.norm(np.diff(positions, axis=0), axis=1).mean()
 
 
-@pytest.mark.parametrize("positions, radius", [
-    (np.zeros((3, 2)), np.ones(3)),
-    (np.zeros((3, 3)), np.ones(2)),
-    (np.array([[0.0, 0.0, np.nan]]), np.ones(1)),
-    (np.zeros((1, 3)), np.zeros(1)),
+@pytest.mark.parametrize("positions, radius, skin", [
+    (np.zeros((3, 2)), np.ones(3), 0.0),
+    (np.zeros((3, 3)), np.ones(2), 0.0),
+    (np.array([[0.0, 0.0, np.nan]]), np.ones(1), 0.0),
+    (np.zeros((1, 3)), np.zeros(1), 0.0),
+    (np.zeros((1, 3)), np.ones(1), -1.0),
+    (np.zeros((1, 3)), np.ones(1), np.inf),
 ])
-def test_bad_spheres_are_refused_in_one_sentence(search, positions, radius):
+def test_bad_spheres_are_refused_in_one_sentence(search, positions, radius, skin):
     with pytest.raises(MochiError) as info:
-        search.build(positions, radius)
+        search.build(positions, radius, skin=skin)
     assert str(info.value).endswith(".") and "\n" not in str(info.value)
 
 
