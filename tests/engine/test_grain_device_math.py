@@ -31,8 +31,8 @@ from engine.bonds import bond_rows
 from engine.contact_law import contact_force, pair_tables, wall_tables
 from engine.model import Domain, Material, Physics, build_model
 from engine.state import make_state
+from engine.neighbors.brute import brute_force_pairs
 
-from .conftest import brute_force_pairs
 from .test_contacts import _states
 
 NVCC = shutil.which("nvcc")

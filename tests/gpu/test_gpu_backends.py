@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from engine.backends.cpu import BackendCpu
+from engine.neighbors.brute import brute_force_pairs, near_ties
 
-from ..engine.conftest import brute_force_pairs, near_ties
 from .conftest import make_gpu_backend, model_and_state
 
 SCENARIOS = ["ratio 120:1", "uniform polydisperse", "clusters", "coincident centres", "far from origin",
