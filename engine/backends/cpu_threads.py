@@ -8,28 +8,45 @@ the run says which count wins, so ``ThreadCountChooser`` measures: it times the 
 use, now and then tries the other count for a few steps, and keeps whichever costs less per step. The
 results do not depend on the thread count (engine.backends.cpu_fused), so switching changes no bit.
 
-Policy: start by timing one step on all threads and one on a single thread; then run on the cheaper
+Threads that wait at a barrier sleep instead of spinning (``OMP_WAIT_POLICY=passive``, set here unless
+the environment names a policy): a spinning thread takes the core the late thread needs. It must be set
+before numba starts its OpenMP layer, which reads it once; engine/__init__.py is the surest place.
+
+Policy: start by timing one step on all threads and a few on a single thread; then run on the cheaper
 count, trying the other after ``PROBE_AFTER_S`` seconds of stepping, doubling that wait (up to
-``PROBE_AFTER_MAX_S``) each time the try confirms the choice and resetting it when the choice changes
-or the cost per step of the count in use moves by more than ``CHANGE`` (the load changed). A try stops
-as soon as it has cost more than the steps it replaced would have, so trying a bad count costs about
-one step.
+``PROBE_AFTER_MAX_S``) each time the try confirms the choice, resetting it when the choice changes, and
+trying at once when the smoothed cost per step on all threads rises by ``CHANGE`` (a load came). A try
+stops as soon as it has cost more than the steps it replaced would have, so trying a losing count costs
+about one step.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
+
+def prefer_passive_wait() -> None:
+    """Ask the OpenMP layer to let waiting threads sleep (read when numba first runs a parallel loop)."""
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+prefer_passive_wait()
 
 #: Seconds of stepping before the other count is tried again, first and at most.
 PROBE_AFTER_S = 0.5
 PROBE_AFTER_MAX_S = 8.0
-#: Steps a try lasts at most, and steps timed together while running (one `_step` call each).
+#: Steps a try lasts at most; steps and seconds timed together while running (one `_step` call
+#: each): a stretch shorter than a scheduler quantum would measure the scheduler, not the step.
 PROBE_STEPS = 3
 CHUNK_STEPS = 4
+CHUNK_S = 0.03
 #: The other count must be this much cheaper to be chosen (noise must not flip the choice).
-HYSTERESIS = 0.05
-#: A change of the cost per step of the count in use by this factor (either way) triggers a try.
+HYSTERESIS = 0.1
+#: A rise of the (smoothed) cost per step on all threads by this factor triggers a try: the load
+#: came. (On one thread a competing process barely shows; its departure is found by the next try.)
 CHANGE = 1.5
+#: Weight of the newest stretch in the smoothed cost per step.
+SMOOTHING = 0.3
 
 
 @dataclass
@@ -51,7 +68,8 @@ class ThreadCountChooser:
     steps_by_count: dict[int, int] = field(default_factory=dict)
     _wait_s: float = PROBE_AFTER_S
     _since_probe_s: float = 0.0
-    _reference: float = 0.0
+    _reference: float = 0.0  # cost per step of the count in use when it was last chosen or confirmed
+    _smoothed: float = 0.0
 
     def __post_init__(self):
         self.current = self.most
@@ -68,7 +86,8 @@ class ThreadCountChooser:
             return self.current, 1, False
         if self.other not in self.cost or self._since_probe_s >= self._wait_s:
             return self.other, min(PROBE_STEPS, remaining), True
-        return self.current, min(CHUNK_STEPS, remaining), False
+        steps = max(CHUNK_STEPS, int(CHUNK_S / max(self.cost[self.current], 1e-9)))
+        return self.current, min(steps, remaining), False
 
     def record(self, threads: int, steps: int, seconds: float, *, is_try: bool) -> None:
         """Account ``steps`` steps run on ``threads`` threads in ``seconds`` (stepping time only)."""
@@ -77,8 +96,10 @@ class ThreadCountChooser:
         if not is_try:
             self.cost[threads] = per_step
             self._since_probe_s += seconds
-            if self._reference and not (self._reference / CHANGE <= per_step <= self._reference * CHANGE):
-                self._wait_s = self._since_probe_s = PROBE_AFTER_S  # the load changed: try at once
+            self._smoothed = per_step if not self._smoothed else \
+                SMOOTHING * per_step + (1.0 - SMOOTHING) * self._smoothed
+            if threads > 1 and self._reference and self._smoothed > CHANGE * self._reference:
+                self._wait_s = self._since_probe_s = PROBE_AFTER_S  # the load came: try at once
             return
         self.cost[threads] = per_step
         self._since_probe_s = 0.0
@@ -88,7 +109,7 @@ class ThreadCountChooser:
             self._wait_s = PROBE_AFTER_S
         else:
             self._wait_s = min(2.0 * self._wait_s, PROBE_AFTER_MAX_S)
-        self._reference = self.cost[self.current]
+        self._reference = self._smoothed = self.cost[self.current]
 
     def give_up_try(self, threads: int, steps_done: int, seconds: float) -> bool:
         """Whether a try on ``threads`` that has run ``steps_done`` steps in ``seconds`` already cost more
