@@ -1,6 +1,7 @@
-"""numba kernels of the contact law between grains: the paper's model (``_contact``, ``contact_along``)
-and the full law with rotation, rolling resistance and cohesion (``_contact_full``), and the loops over
-the Verlet list that apply them and gather the reactions. Conventions in ``cpu_kernels``; the float64
+"""numba kernels of the contact law: one law, compiled for the physics switched on
+(``make_contact_law``; instances ``contact_law_paper``, the paper's model, and ``contact_law_full``,
+rotation, rolling resistance and cohesion), and the loops over the Verlet list that apply it and gather
+the reactions. Conventions in ``cpu_kernels``; the float64
 reference is ``engine.contact_law``.
 """
 
@@ -15,65 +16,167 @@ from ..contact_law import TANGENTIAL_STIFFNESS_RATIO  # a numba global constant
 from .cpu_kernel_options import KERNEL_OPTIONS
 
 
+def make_contact_law(*, rotation: bool, rolling: bool, cohesion: bool, inline: str = "never"):
+    """The contact law of engine.contact_law (``contact_response``, its float64 reference) on one contact
+    of unit normal n, compiled for the physics switched on: each flag is a constant of the compiled
+    function, so what it switches off costs nothing. ``contact_law_paper`` (all off: the paper's model)
+    and ``contact_law_full`` (all on, each still off where its coefficient is zero) are the instances.
+
+    Args:
+        rotation: The contact point's velocity includes R_i ω_i + R_j ω_j; torques are returned.
+        rolling: Rolling resistance (a rolling spring ξ_r where ``mu_roll`` > 0).
+        cohesion: SJKR cohesion (``cohesive`` subtracted from the normal force).
+        inline: numba's ``inline`` option ('always' where a call costs more than the law).
+
+    The compiled law takes:
+        n: unit normal (nx, ny, nz), from j (or the wall) to i; overlap δ [m].
+        dv: v_i − v_j [m/s]; w_i, w_j: angular velocities [rad/s] (w_j = 0 for walls).
+        arm_i, arm_j: R_i = r_i − δ/2, R_j = r_j − δ/2 (0 for walls) [m]; r_eff: rolling radius [m].
+        m_eff [kg], stiffness k [N/m], beta (damping ratio), mu, mu_roll; cohesive: c·A [N].
+        spring: tangential spring (history) or capped dashpot; hist[h, 0:3] ξ, hist[h, 3:6] ξ_r [m]
+            (updated in place; ξ_r only read with rolling and mu_roll > 0); dt [s].
+    and returns (fx, fy, fz) force on i [N], (tix, tiy, tiz) torque on i, (tjx, tjy, tjz) torque on j
+    [N·m] (zero without rotation).
+    """
+    # The paper's model skips the dashpot's sqrt and division when its cap is zero (frictionless or
+    # pulling apart) and adds no zero tangential force: its results keep their bits.
+    paper = not (rotation or rolling or cohesion)
+
+    @njit(inline=inline, **KERNEL_OPTIONS)
+    def contact_law(nx, ny, nz, overlap, dvx, dvy, dvz, wix, wiy, wiz, wjx, wjy, wjz, arm_i, arm_j, r_eff,
+                    m_eff, stiffness, beta, mu, mu_roll, cohesive, spring, hist, h, dt):
+        root = math.sqrt(m_eff * stiffness)
+        v_n = dvx * nx + dvy * ny + dvz * nz
+        f_n = stiffness * overlap - 2.0 * beta * root * v_n
+        cap_force = max(f_n, 0.0)  # the caps leave cohesion out, as LAMMPS/LIGGGHTS do
+        if cohesion:
+            f_n -= cohesive
+        if rotation:
+            # Velocity of the contact point: v_c = (v_i − v_j) − (R_i ω_i + R_j ω_j) × n.
+            ax = arm_i * wix + arm_j * wjx
+            ay = arm_i * wiy + arm_j * wjy
+            az = arm_i * wiz + arm_j * wjz
+            cvx = dvx - (ay * nz - az * ny)
+            cvy = dvy - (az * nx - ax * nz)
+            cvz = dvz - (ax * ny - ay * nx)
+            c_n = cvx * nx + cvy * ny + cvz * nz
+        else:
+            cvx, cvy, cvz, c_n = dvx, dvy, dvz, v_n
+        tx, ty, tz = cvx - c_n * nx, cvy - c_n * ny, cvz - c_n * nz
+        cap = mu * cap_force
+        k_t = TANGENTIAL_STIFFNESS_RATIO * stiffness
+        g_t = 2.0 * beta * math.sqrt(m_eff * k_t)
+        ftx = fty = ftz = 0.0
+        if spring:
+            sx, sy, sz = hist[h, 0], hist[h, 1], hist[h, 2]
+            along = sx * nx + sy * ny + sz * nz  # keep the spring in the current tangent plane
+            sx = sx - along * nx + tx * dt
+            sy = sy - along * ny + ty * dt
+            sz = sz - along * nz + tz * dt
+            ftx = -k_t * sx - g_t * tx
+            fty = -k_t * sy - g_t * ty
+            ftz = -k_t * sz - g_t * tz
+            magnitude = math.sqrt(ftx * ftx + fty * fty + ftz * ftz)
+            if magnitude > cap:
+                scale = cap / magnitude
+                ftx *= scale
+                fty *= scale
+                ftz *= scale
+                # Sliding: shorten the spring so that it alone (with the dashpot) gives the capped force.
+                sx = -(ftx + g_t * tx) / k_t
+                sy = -(fty + g_t * ty) / k_t
+                sz = -(ftz + g_t * tz) / k_t
+            hist[h, 0] = sx
+            hist[h, 1] = sy
+            hist[h, 2] = sz
+            fx, fy, fz = f_n * nx + ftx, f_n * ny + fty, f_n * nz + ftz
+        elif paper:
+            fx, fy, fz = f_n * nx, f_n * ny, f_n * nz
+            if cap > 0.0:
+                speed_t = math.sqrt(tx * tx + ty * ty + tz * tz)
+                if speed_t > 0.0:
+                    f_t = min(2.0 * root * speed_t, cap) / speed_t
+                    fx -= f_t * tx
+                    fy -= f_t * ty
+                    fz -= f_t * tz
+        else:
+            speed_t = math.sqrt(tx * tx + ty * ty + tz * tz)
+            if speed_t > 0.0:
+                f_t = min(2.0 * root * speed_t, cap) / speed_t
+                ftx, fty, ftz = -f_t * tx, -f_t * ty, -f_t * tz
+            fx, fy, fz = f_n * nx + ftx, f_n * ny + fty, f_n * nz + ftz
+        tix = tiy = tiz = tjx = tjy = tjz = 0.0
+        if rotation:
+            # n × F_t; τ_i = −R_i n × F_t, τ_j = −R_j n × F_t.
+            cx = ny * ftz - nz * fty
+            cy = nz * ftx - nx * ftz
+            cz = nx * fty - ny * ftx
+            tix, tiy, tiz = -arm_i * cx, -arm_i * cy, -arm_i * cz
+            tjx, tjy, tjz = -arm_j * cx, -arm_j * cy, -arm_j * cz
+        if rolling and mu_roll > 0.0:
+            rx, ry, rz = wix - wjx, wiy - wjy, wiz - wjz
+            vrx = r_eff * (ry * nz - rz * ny)
+            vry = r_eff * (rz * nx - rx * nz)
+            vrz = r_eff * (rx * ny - ry * nx)
+            sx, sy, sz = hist[h, 3], hist[h, 4], hist[h, 5]
+            along = sx * nx + sy * ny + sz * nz
+            sx = sx - along * nx + vrx * dt
+            sy = sy - along * ny + vry * dt
+            sz = sz - along * nz + vrz * dt
+            frx = -k_t * sx - g_t * vrx
+            fry = -k_t * sy - g_t * vry
+            frz = -k_t * sz - g_t * vrz
+            magnitude = math.sqrt(frx * frx + fry * fry + frz * frz)
+            cap_r = mu_roll * cap_force
+            if magnitude > cap_r:
+                scale = cap_r / magnitude
+                frx *= scale
+                fry *= scale
+                frz *= scale
+                sx = -(frx + g_t * vrx) / k_t
+                sy = -(fry + g_t * vry) / k_t
+                sz = -(frz + g_t * vrz) / k_t
+            hist[h, 3] = sx
+            hist[h, 4] = sy
+            hist[h, 5] = sz
+            qx = r_eff * (ny * frz - nz * fry)
+            qy = r_eff * (nz * frx - nx * frz)
+            qz = r_eff * (nx * fry - ny * frx)
+            tix += qx
+            tiy += qy
+            tiz += qz
+            tjx -= qx
+            tjy -= qy
+            tjz -= qz
+        return fx, fy, fz, tix, tiy, tiz, tjx, tjy, tjz
+
+    return contact_law
+
+
+#: The paper's model: no rotation, rolling resistance or cohesion (inlined: a call with this many
+#: arguments costs more than the law).
+contact_law_paper = make_contact_law(rotation=False, rolling=False, cohesion=False, inline="always")
+#: Every other setting: rotation, rolling resistance and cohesion, each off where its coefficient is 0.
+contact_law_full = make_contact_law(rotation=True, rolling=True, cohesion=True)
+
+
+@njit(inline="always", **KERNEL_OPTIONS)
+def contact_along(nx, ny, nz, overlap, dvx, dvy, dvz, m_eff, stiffness, beta, mu, spring, hist, h, dt):
+    """The paper's law for a given unit normal: force on i (fx, fy, fz) [N] (walls, grain pairs)."""
+    f = contact_law_paper(nx, ny, nz, overlap, dvx, dvy, dvz, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, m_eff,
+                          stiffness, beta, mu, 0.0, 0.0, spring, hist, h, dt)
+    return f[0], f[1], f[2]
+
+
 @njit(**KERNEL_OPTIONS)
 def _contact(dx, dy, dz, dist, overlap, dvx, dvy, dvz, m_eff, stiffness, beta, mu, spring, hist, h, dt):
-    """Contact law of engine.contact_law on one pair: force on i as (fx, fy, fz), the normal being
-    (dx, dy, dz) / dist (three divisions, as the device code of the colliders has it, to the bit).
-
-    With ``spring`` true the tangential force comes from the elastic displacement stored in
-    ``hist[h]`` (3 components, updated in place); otherwise from the capped dashpot.
-    """
+    """The paper's law on one contact of centre offset (dx, dy, dz) at distance ``dist`` [m]: force on i,
+    the normal taken with three divisions, as the colliders' device code has it, to the bit."""
     if dist > 0.0:
         nx, ny, nz = dx / dist, dy / dist, dz / dist
     else:
         nx, ny, nz = 1.0, 0.0, 0.0
     return contact_along(nx, ny, nz, overlap, dvx, dvy, dvz, m_eff, stiffness, beta, mu, spring, hist, h, dt)
-
-
-@njit(inline="always", **KERNEL_OPTIONS)
-def contact_along(nx, ny, nz, overlap, dvx, dvy, dvz, m_eff, stiffness, beta, mu, spring, hist, h, dt):
-    """``_contact`` for a given unit normal (nx, ny, nz) (walls; grain pairs, whose normal
-    ``pair_force_from`` forms with one division)."""
-    root = math.sqrt(m_eff * stiffness)
-    v_n = dvx * nx + dvy * ny + dvz * nz
-    f_n = stiffness * overlap - 2.0 * beta * root * v_n
-    fx, fy, fz = f_n * nx, f_n * ny, f_n * nz
-    tx, ty, tz = dvx - v_n * nx, dvy - v_n * ny, dvz - v_n * nz
-    cap = mu * max(f_n, 0.0)
-    if spring:
-        k_t = TANGENTIAL_STIFFNESS_RATIO * stiffness
-        g_t = 2.0 * beta * math.sqrt(m_eff * k_t)
-        sx, sy, sz = hist[h, 0], hist[h, 1], hist[h, 2]
-        along = sx * nx + sy * ny + sz * nz  # keep the spring in the current tangent plane
-        sx = sx - along * nx + tx * dt
-        sy = sy - along * ny + ty * dt
-        sz = sz - along * nz + tz * dt
-        ftx = -k_t * sx - g_t * tx
-        fty = -k_t * sy - g_t * ty
-        ftz = -k_t * sz - g_t * tz
-        magnitude = math.sqrt(ftx * ftx + fty * fty + ftz * ftz)
-        if magnitude > cap:
-            scale = cap / magnitude
-            ftx *= scale
-            fty *= scale
-            ftz *= scale
-            # Sliding: shorten the spring so that it alone (with the dashpot) gives the capped force.
-            sx = -(ftx + g_t * tx) / k_t
-            sy = -(fty + g_t * ty) / k_t
-            sz = -(ftz + g_t * tz) / k_t
-        hist[h, 0] = sx
-        hist[h, 1] = sy
-        hist[h, 2] = sz
-        return fx + ftx, fy + fty, fz + ftz
-    if cap <= 0.0:  # frictionless or pulling apart: F_t = min(·, 0) = 0 (skips a sqrt and a division)
-        return fx, fy, fz
-    speed_t = math.sqrt(tx * tx + ty * ty + tz * tz)
-    if speed_t > 0.0:
-        f_t = min(2.0 * root * speed_t, cap) / speed_t
-        fx -= f_t * tx
-        fy -= f_t * ty
-        fz -= f_t * tz
-    return fx, fy, fz
 
 
 @njit(inline="always", **KERNEL_OPTIONS)  # inlined: a call with this many arguments costs more than the pair
@@ -160,115 +263,11 @@ def gather_reactions(force, pair_force, rev_start, rev_pair):
         force[j, 2] -= fz
 
 
-@njit(**KERNEL_OPTIONS)
-def _contact_full(nx, ny, nz, overlap, dvx, dvy, dvz, wix, wiy, wiz, wjx, wjy, wjz, arm_i, arm_j, r_eff,
-                  m_eff, stiffness, beta, mu, mu_roll, cohesive, spring, hist, h, dt):
-    """The full law of engine.contact_law.contact_response on one contact of unit normal n (its
-    divisions as the colliders' device code has them, to the bit).
-
-    Args:
-        dv: v_i − v_j [m/s]; w_i, w_j: angular velocities [rad/s] (w_j = 0 for walls).
-        arm_i, arm_j: R_i = r_i − δ/2, R_j = r_j − δ/2 (0 for walls) [m]; r_eff: rolling radius [m].
-        cohesive: c·A, the SJKR attraction [N] (0 without cohesion).
-        spring: tangential spring (history) or capped dashpot; hist[h, 0:3] ξ, hist[h, 3:6] ξ_r
-            (read only where used: ξ_r only when mu_roll > 0).
-
-    Returns:
-        (fx, fy, fz) force on i [N], (tix, tiy, tiz) torque on i, (tjx, tjy, tjz) torque on j [N·m].
-    """
-    root = math.sqrt(m_eff * stiffness)
-    v_n = dvx * nx + dvy * ny + dvz * nz
-    f_n = stiffness * overlap - 2.0 * beta * root * v_n
-    cap_force = max(f_n, 0.0)  # the caps leave cohesion out, as LAMMPS/LIGGGHTS do
-    f_n -= cohesive
-    # Velocity of the contact point: v_c = (v_i − v_j) − (R_i ω_i + R_j ω_j) × n.
-    ax = arm_i * wix + arm_j * wjx
-    ay = arm_i * wiy + arm_j * wjy
-    az = arm_i * wiz + arm_j * wjz
-    cvx = dvx - (ay * nz - az * ny)
-    cvy = dvy - (az * nx - ax * nz)
-    cvz = dvz - (ax * ny - ay * nx)
-    c_n = cvx * nx + cvy * ny + cvz * nz
-    tx, ty, tz = cvx - c_n * nx, cvy - c_n * ny, cvz - c_n * nz
-    cap = mu * cap_force
-    k_t = TANGENTIAL_STIFFNESS_RATIO * stiffness
-    g_t = 2.0 * beta * math.sqrt(m_eff * k_t)
-    if spring:
-        sx, sy, sz = hist[h, 0], hist[h, 1], hist[h, 2]
-        along = sx * nx + sy * ny + sz * nz
-        sx = sx - along * nx + tx * dt
-        sy = sy - along * ny + ty * dt
-        sz = sz - along * nz + tz * dt
-        ftx = -k_t * sx - g_t * tx
-        fty = -k_t * sy - g_t * ty
-        ftz = -k_t * sz - g_t * tz
-        magnitude = math.sqrt(ftx * ftx + fty * fty + ftz * ftz)
-        if magnitude > cap:
-            scale = cap / magnitude
-            ftx *= scale
-            fty *= scale
-            ftz *= scale
-            sx = -(ftx + g_t * tx) / k_t
-            sy = -(fty + g_t * ty) / k_t
-            sz = -(ftz + g_t * tz) / k_t
-        hist[h, 0] = sx
-        hist[h, 1] = sy
-        hist[h, 2] = sz
-    else:
-        ftx = fty = ftz = 0.0
-        speed_t = math.sqrt(tx * tx + ty * ty + tz * tz)
-        if speed_t > 0.0:
-            f_t = min(2.0 * root * speed_t, cap) / speed_t
-            ftx, fty, ftz = -f_t * tx, -f_t * ty, -f_t * tz
-    # n × F_t; τ_i = −R_i n × F_t, τ_j = −R_j n × F_t.
-    cx = ny * ftz - nz * fty
-    cy = nz * ftx - nx * ftz
-    cz = nx * fty - ny * ftx
-    tix, tiy, tiz = -arm_i * cx, -arm_i * cy, -arm_i * cz
-    tjx, tjy, tjz = -arm_j * cx, -arm_j * cy, -arm_j * cz
-    if mu_roll > 0.0:
-        rx, ry, rz = wix - wjx, wiy - wjy, wiz - wjz
-        vrx = r_eff * (ry * nz - rz * ny)
-        vry = r_eff * (rz * nx - rx * nz)
-        vrz = r_eff * (rx * ny - ry * nx)
-        sx, sy, sz = hist[h, 3], hist[h, 4], hist[h, 5]
-        along = sx * nx + sy * ny + sz * nz
-        sx = sx - along * nx + vrx * dt
-        sy = sy - along * ny + vry * dt
-        sz = sz - along * nz + vrz * dt
-        frx = -k_t * sx - g_t * vrx
-        fry = -k_t * sy - g_t * vry
-        frz = -k_t * sz - g_t * vrz
-        magnitude = math.sqrt(frx * frx + fry * fry + frz * frz)
-        cap_r = mu_roll * cap_force
-        if magnitude > cap_r:
-            scale = cap_r / magnitude
-            frx *= scale
-            fry *= scale
-            frz *= scale
-            sx = -(frx + g_t * vrx) / k_t
-            sy = -(fry + g_t * vry) / k_t
-            sz = -(frz + g_t * vrz) / k_t
-        hist[h, 3] = sx
-        hist[h, 4] = sy
-        hist[h, 5] = sz
-        qx = r_eff * (ny * frz - nz * fry)
-        qy = r_eff * (nz * frx - nx * frz)
-        qz = r_eff * (nx * fry - ny * frx)
-        tix += qx
-        tiy += qy
-        tiz += qz
-        tjx -= qx
-        tjy -= qy
-        tjz -= qz
-    return f_n * nx + ftx, f_n * ny + fty, f_n * nz + ftz, tix, tiy, tiz, tjx, tjy, tjz
-
-
 @njit(inline="always", **KERNEL_OPTIONS)  # inlined: called per list entry with many arguments
 def pair_full_of(i, j, p, pos, vel, omega, radius, mass, material, beta_table, mu_table, roll_table, cohesion_table,
                  stiffness, spring, dt, hist, bonded, clump):
     """The full law on list entry p (particles i, j, both active): (touching, f) with f the 9-tuple of
-    ``_contact_full`` (force on i [N], torques on i and on j [N·m]); zeros when apart, held by a bond or
+    ``contact_law_full`` (force on i [N], torques on i and on j [N·m]); zeros when apart, held by a bond or
     in one rigid clump, where the entry's springs ``hist[p]`` are also cleared."""
     dx = np.float64(pos[i, 0]) - pos[j, 0]
     dy = np.float64(pos[i, 1]) - pos[j, 1]
@@ -297,13 +296,13 @@ def pair_full_of(i, j, p, pos, vel, omega, radius, mass, material, beta_table, m
     if coh > 0.0 and dist > 0.0:
         cohesive = coh * (0.25 * math.pi * overlap * (dist + ri - rj) * (dist - ri + rj)
                           * (dist + ri + rj) / d2)
-    f = _contact_full(nx, ny, nz, overlap, np.float64(vel[i, 0]) - vel[j, 0],
-                      np.float64(vel[i, 1]) - vel[j, 1], np.float64(vel[i, 2]) - vel[j, 2],
-                      np.float64(omega[i, 0]), np.float64(omega[i, 1]), np.float64(omega[i, 2]),
-                      np.float64(omega[j, 0]), np.float64(omega[j, 1]), np.float64(omega[j, 2]),
-                      ri - 0.5 * overlap, rj - 0.5 * overlap, ri * rj / reach, mi * mj / (mi + mj),
-                      stiffness, beta_table[ci, cj], mu_table[ci, cj], roll_table[ci, cj], cohesive,
-                      spring, hist, p, dt)
+    f = contact_law_full(nx, ny, nz, overlap, np.float64(vel[i, 0]) - vel[j, 0],
+                         np.float64(vel[i, 1]) - vel[j, 1], np.float64(vel[i, 2]) - vel[j, 2],
+                         np.float64(omega[i, 0]), np.float64(omega[i, 1]), np.float64(omega[i, 2]),
+                         np.float64(omega[j, 0]), np.float64(omega[j, 1]), np.float64(omega[j, 2]),
+                         ri - 0.5 * overlap, rj - 0.5 * overlap, ri * rj / reach, mi * mj / (mi + mj),
+                         stiffness, beta_table[ci, cj], mu_table[ci, cj], roll_table[ci, cj], cohesive,
+                         spring, hist, p, dt)
     return True, f
 
 

@@ -12,7 +12,7 @@ from numba import njit, prange
 
 from .cpu_fields import field_acceleration
 from .cpu_kernel_options import KERNEL_OPTIONS
-from .cpu_kernels_law import _contact_full, contact_along
+from .cpu_kernels_law import contact_along, contact_law_full
 
 
 @njit(**KERNEL_OPTIONS)
@@ -295,10 +295,10 @@ def _wall_sum_full(i, fx, fy, fz, tx, ty, tz, pos, vel, omega, radius, mass, mat
         cohesive = 0.0
         if wall_cohesion[mat] > 0.0:
             cohesive = wall_cohesion[mat] * math.pi * (2.0 * r * overlap - overlap * overlap)
-        f = _contact_full(nx, ny, nz, overlap, np.float64(vel[i, 0]), np.float64(vel[i, 1]),
-                          np.float64(vel[i, 2]), wix, wiy, wiz, 0.0, 0.0, 0.0, r - 0.5 * overlap, 0.0, r, m,
-                          stiffness, wall_beta[mat], wall_mu[mat], wall_roll[mat], cohesive, spring,
-                          wall_hist[i], side, dt)
+        f = contact_law_full(nx, ny, nz, overlap, np.float64(vel[i, 0]), np.float64(vel[i, 1]),
+                             np.float64(vel[i, 2]), wix, wiy, wiz, 0.0, 0.0, 0.0, r - 0.5 * overlap, 0.0, r, m,
+                             stiffness, wall_beta[mat], wall_mu[mat], wall_roll[mat], cohesive, spring,
+                             wall_hist[i], side, dt)
         fx += f[0]
         fy += f[1]
         fz += f[2]
