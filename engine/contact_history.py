@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .errors import MochiError
+
 #: The arrays with a field of their own, in the order a cache file stores them.
 ARRAY_FIELDS = ("pair_i", "pair_j", "pair_spring", "wall_spring", "pair_rolling", "wall_rolling", "acceleration",
                 "angular_acceleration", "bond_shear", "bond_intact")
@@ -60,7 +62,7 @@ class ContactHistory(Mapping):
         """The history of a cache file's arrays or of a backend's dict (keys as ``to_arrays`` writes).
 
         Raises:
-            KeyError: a key this history does not know (a newer engine's file, or a typo in a backend).
+            MochiError: a key this history does not know (a newer engine's cache, or a typo in a backend).
         """
         if isinstance(arrays, ContactHistory):
             return arrays
@@ -73,7 +75,8 @@ class ContactHistory(Mapping):
             elif name.startswith(COLLIDER_PREFIX):
                 colliders[name] = value
             else:
-                raise KeyError(f"'{name}' is not part of a contact history")
+                raise MochiError(f"A contact history holds '{name}', which this version of the engine does not "
+                                 "know, so the bake cannot continue exactly; bake again with overwrite.")
         return cls(**known, clumps=clumps, colliders=colliders)
 
     def to_arrays(self) -> dict[str, np.ndarray]:

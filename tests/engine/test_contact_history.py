@@ -10,6 +10,7 @@ import pytest
 
 from engine.backends.cpu import BackendCpu
 from engine.contact_history import ARRAY_FIELDS, ContactHistory
+from engine.errors import MochiError
 
 from .conftest import scene
 
@@ -62,7 +63,7 @@ def test_restored_history_resumes_bit_for_bit(rng):
 
 
 def test_unknown_keys_are_refused():
-    with pytest.raises(KeyError, match="not part of a contact history"):
+    with pytest.raises(MochiError, match="^A contact history holds 'pair_sprung', which this version"):
         ContactHistory.from_arrays({"pair_sprung": np.zeros(3)})
     history = ContactHistory.from_arrays({"clump_centre": np.zeros((1, 3)), "collider_tree_order_0": np.arange(3)})
     assert list(history) == ["clump_centre", "collider_tree_order_0"] and "pair_i" not in history
