@@ -35,8 +35,8 @@ prefer_passive_wait()
 #: Seconds of stepping before the other count is tried again, first and at most.
 PROBE_AFTER_S = 0.5
 PROBE_AFTER_MAX_S = 8.0
-#: Steps a try lasts at most; steps and seconds timed together while running (one `_step` call
-#: each): a stretch shorter than a scheduler quantum would measure the scheduler, not the step.
+#: Steps and seconds a try and a running stretch last at least (one `_step` call per running
+#: stretch): a stretch shorter than a few scheduler quanta would measure the scheduler, not the step.
 PROBE_STEPS = 3
 CHUNK_STEPS = 4
 CHUNK_S = 0.03
@@ -70,6 +70,7 @@ class ThreadCountChooser:
     _since_probe_s: float = 0.0
     _reference: float = 0.0  # cost per step of the count in use when it was last chosen or confirmed
     _smoothed: float = 0.0
+    _try_steps: int = PROBE_STEPS
 
     def __post_init__(self):
         self.current = self.most
@@ -85,9 +86,13 @@ class ThreadCountChooser:
         if self.current not in self.cost:
             return self.current, 1, False
         if self.other not in self.cost or self._since_probe_s >= self._wait_s:
-            return self.other, min(PROBE_STEPS, remaining), True
-        steps = max(CHUNK_STEPS, int(CHUNK_S / max(self.cost[self.current], 1e-9)))
-        return self.current, min(steps, remaining), False
+            self._try_steps = min(max(PROBE_STEPS, self._stretch_steps()), remaining)
+            return self.other, self._try_steps, True
+        return self.current, min(max(CHUNK_STEPS, self._stretch_steps()), remaining), False
+
+    def _stretch_steps(self) -> int:
+        """Steps of the count in use that last ``CHUNK_S``."""
+        return int(CHUNK_S / max(self.cost[self.current], 1e-9))
 
     def record(self, threads: int, steps: int, seconds: float, *, is_try: bool) -> None:
         """Account ``steps`` steps run on ``threads`` threads in ``seconds`` (stepping time only)."""
@@ -114,4 +119,4 @@ class ThreadCountChooser:
     def give_up_try(self, threads: int, steps_done: int, seconds: float) -> bool:
         """Whether a try on ``threads`` that has run ``steps_done`` steps in ``seconds`` already cost more
         than the whole try would on the count in use (then stop it: it lost)."""
-        return seconds > self.cost.get(self.current, float("inf")) * PROBE_STEPS and steps_done >= 1
+        return seconds > self.cost.get(self.current, float("inf")) * self._try_steps and steps_done >= 1

@@ -49,7 +49,7 @@ def test_a_noisy_single_thread_does_not_trigger_tries():
 
 def test_a_quiet_machine_keeps_every_thread():
     used = _drive(ThreadCountChooser(2), lambda t, s: 14.3e-3 if t == 1 else 7.9e-3, 2000)
-    assert used.count(1) <= 12, "two steps per try, the waits doubling from 0.5 s"
+    assert used.count(1) <= 0.02 * len(used), "short tries, the waits doubling from 0.5 s"
     assert sum(14.3e-3 if t == 1 else 7.9e-3 for t in used) < 1.02 * 2000 * 7.9e-3
 
 
@@ -65,7 +65,8 @@ def test_a_load_that_comes_and_goes_is_followed():
     assert used[5900:6000].count(2) == 100
     assert used[6000:8000].count(2) < 12, "one thread from the stretch after the load came"
     settle = int(PROBE_AFTER_MAX_S / 5.6e-3) + 10
-    assert used[8000 + settle:].count(1) < 12, "back on two threads after the load left"
+    after = used[8000 + settle:]
+    assert after.count(1) <= 0.02 * len(after), "back on two threads after the load left (tries aside)"
 
 
 def test_one_thread_allowed_means_no_tries():
