@@ -25,6 +25,7 @@ from .cache import (HISTORY_FOLDER, MANIFEST_NAME, CacheWriter, ensure_cache_fol
 from .cache_integrity import MANIFEST_DIGEST_KEY, check_manifest_digest
 from .cache_lock import LOCK_NAME, CacheLock
 from .colliders.storage import FOLDER as COLLIDERS_FOLDER
+from .contact_history import ContactHistory
 from .digest import canonical, changes, digest
 from .errors import BakeCancelled, MochiError
 from .scene import SceneSetup
@@ -346,13 +347,12 @@ def _run_frames(run: _Run, folder: Path, frames: int, progress: BakeProgress, on
     if on_frame:
         on_frame(progress)
     runner.set_state(run.state)
-    if run.history is not None and hasattr(runner, "set_contact_history"):
-        runner.set_contact_history(run.history)
+    if run.history is not None:
+        runner.set_contact_history(ContactHistory.from_arrays(run.history))
     steps_per_frame = model.physics.steps_per_frame
     for frame in range(run.start + 1, frames + 1):
         began = time.perf_counter()
-        if hasattr(runner, "begin_frame"):
-            runner.begin_frame()
+        runner.begin_frame()
         remaining = steps_per_frame
         while remaining > 0:
             if progress.cancel_requested:
@@ -366,7 +366,7 @@ def _run_frames(run: _Run, folder: Path, frames: int, progress: BakeProgress, on
             if on_step:
                 on_step(progress)
         state = runner.get_state()
-        history = runner.get_contact_history() if hasattr(runner, "get_contact_history") else None
+        history = runner.get_contact_history()
         path = run.writer.write_frame(frame, state, history)
         progress.frames_done = frame
         progress.steps_into_frame = 0

@@ -23,7 +23,30 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import MochiError
-from .model import BODY_KINDS, Body
+
+#: How the grains packed from one source object move: each on its own, glued by breakable bonds, or
+#: as one rigid body.
+BODY_KINDS = ("loose", "glued", "rigid")
+
+
+@dataclass(frozen=True)
+class Body:
+    """How the grains of one source object hold together (issue 16 §4).
+
+    Attributes:
+        object_id: The source object (``Model.object_id``) this applies to.
+        kind: 'loose' (independent grains), 'glued' (bonds between touching grains, made once at the
+            start, that break under stress and stay broken) or 'rigid' (one rigid clump).
+        glue_strength: Stress σ_b at which a bond breaks, in tension or shear [Pa].
+        glue_stiffness: Bond normal stiffness per area k_bn [N/m³]; 0 picks k / A_b per bond, so a
+            bond is as stiff as a contact.
+    """
+
+    object_id: int = 0
+    kind: str = "loose"
+    glue_strength: float = 1.0e5
+    glue_stiffness: float = 0.0
+
 
 #: Largest gap bridged by a bond, as a fraction of r_i + r_j.
 BOND_REACH = 0.05

@@ -1,30 +1,28 @@
-"""Contacts of a bare state, without a simulation: ``mochi contacts``, the OptiX self-check, the tests.
+"""Contacts of a bare state, without a simulation: ``mochi contacts``, the tests.
 
-Which spheres touch (|c_i − c_j| ≤ r_i + r_j) does not depend on the physics, so the model built here
-is frictionless with the history-free law: every backend accepts it.
+Which spheres touch (|c_i − c_j| ≤ r_i + r_j) depends only on centres and radii, so this asks a neighbour
+search (engine.neighbors) for the touching pairs; no model is built (the GPU searches build their own).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .neighbors import make_neighbor_search
 
-def contact_model(positions: np.ndarray, radius: np.ndarray):
-    """A frictionless ``Model`` whose domain holds every sphere.
+
+def contact_pairs(positions: np.ndarray, radius: np.ndarray, search: str = "cpu", *,
+                  log=lambda message: None) -> np.ndarray:
+    """Touching pairs (i, j), i < j, sorted, int32 (contacts, 2).
 
     Args:
-        positions: Centres [m], shape (n, 3).
-        radius: Radii [m], shape (n,).
+        positions: Centres [m], (n, 3); decided in float64 from their float32 values.
+        radius: Radii [m], (n,).
+        search: Any of ``engine.neighbors.NEIGHBOR_SEARCH_NAMES``; 'auto' reports its choice through ``log``.
     """
-    from .model import Domain, Material, Physics, build_model
-
-    positions = np.asarray(positions, np.float64)
-    radius = np.asarray(radius)
-    lo = tuple(float(x) for x in positions.min(axis=0) - radius.max())
-    hi = tuple(float(x) for x in positions.max(axis=0) + radius.max() + 1e-6)
-    physics = Physics(domain=Domain(lo=lo, hi=hi, wall_friction=0.0), materials=(Material(friction=0.0),),
-                      friction_model="damper")
-    return build_model(radius, physics)
+    finder = make_neighbor_search(search, log=log)
+    neighbors = finder.allocate(positions, radius)
+    return neighbors.contacts(positions)
 
 
 def count_contacts(positions: np.ndarray, radius: np.ndarray, backend: str = "cpu", *,
@@ -32,11 +30,8 @@ def count_contacts(positions: np.ndarray, radius: np.ndarray, backend: str = "cp
     """Contacts per particle, int32 (n,), for centres [m] (n, 3) and radii [m] (n,).
 
     Args:
-        backend: Any of ``engine.backends.BACKEND_NAMES``; 'auto' reports its choice through ``log``.
+        backend: Any of ``engine.neighbors.NEIGHBOR_SEARCH_NAMES``; 'auto' reports its choice through ``log``.
     """
-    from .backends import make_backend
-    from .state import make_state
-
-    runner = make_backend(backend, contact_model(positions, radius), log=log)
-    runner.set_state(make_state(positions))
-    return runner.contact_counts()
+    pairs = contact_pairs(positions, radius, backend, log=log)
+    n = len(radius)
+    return (np.bincount(pairs[:, 0], minlength=n) + np.bincount(pairs[:, 1], minlength=n)).astype(np.int32)

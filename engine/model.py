@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .bonds import BODY_KINDS, Body, check_bodies, make_bonds, make_clumps  # noqa: F401  (Body: this API)
 from .errors import MochiError
 from .fields import ForceField, rotate
 
@@ -100,30 +101,6 @@ class Gravity:
         if self.rotation_axis is None or self.rotation_rate == 0.0:
             return np.asarray(self.vector, dtype=np.float64)
         return rotate(self.vector, self.rotation_axis, self.rotation_rate * time)
-
-
-#: How the grains packed from one source object move: each on its own, glued by breakable bonds, or
-#: as one rigid body.
-BODY_KINDS = ("loose", "glued", "rigid")
-
-
-@dataclass(frozen=True)
-class Body:
-    """How the grains of one source object hold together (issue 16 §4).
-
-    Attributes:
-        object_id: The source object (``Model.object_id``) this applies to.
-        kind: 'loose' (independent grains), 'glued' (bonds between touching grains, made once at the
-            start, that break under stress and stay broken) or 'rigid' (one rigid clump).
-        glue_strength: Stress σ_b at which a bond breaks, in tension or shear [Pa].
-        glue_stiffness: Bond normal stiffness per area k_bn [N/m³]; 0 picks k / A_b per bond, so a
-            bond is as stiff as a contact.
-    """
-
-    object_id: int = 0
-    kind: str = "loose"
-    glue_strength: float = 1.0e5
-    glue_stiffness: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -272,8 +249,6 @@ def build_model(radius: np.ndarray, physics: Physics, *, material_index: np.ndar
     bonds = clumps = None
     mass = particle_masses(radius, mat, physics.materials)
     if physics.bodies:
-        from .bonds import check_bodies, make_bonds, make_clumps
-
         check_bodies(physics.bodies)
         if positions is not None:
             bonds = make_bonds(positions, radius, obj, physics.bodies, physics.stiffness)
@@ -282,3 +257,21 @@ def build_model(radius: np.ndarray, physics: Physics, *, material_index: np.ndar
             raise MochiError("Glued and rigid bodies need the initial positions to make their bonds and clumps.")
     return Model(radius=radius, mass=mass, material_index=mat, object_id=obj, particle_id=pid, physics=physics,
                  colliders=colliders, bonds=bonds, clumps=clumps)
+
+
+def contact_model(positions: np.ndarray, radius: np.ndarray) -> Model:
+    """A frictionless ``Model`` with the history-free law whose domain holds every sphere: what a
+    whole-solver backend needs to report the contacts of a bare state (which spheres touch does not
+    depend on the physics, and every backend accepts this model).
+
+    Args:
+        positions: Centres [m], shape (n, 3).
+        radius: Radii [m], shape (n,).
+    """
+    positions = np.asarray(positions, np.float64)
+    radius = np.asarray(radius)
+    lo = tuple(float(x) for x in positions.min(axis=0) - radius.max())
+    hi = tuple(float(x) for x in positions.max(axis=0) + radius.max() + 1e-6)
+    physics = Physics(domain=Domain(lo=lo, hi=hi, wall_friction=0.0), materials=(Material(friction=0.0),),
+                      friction_model="damper")
+    return build_model(radius, physics)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..contact_history import ContactHistory
 from ..model import Model
 from ..state import State
 
@@ -85,6 +86,19 @@ class Backend(abc.ABC):
             SimulationDiverged: NaN or a speed above ``physics.speed_limit``; backends that cannot
                 check every step without a host sync check when the state is downloaded.
         """
+
+    def begin_frame(self) -> None:
+        """Called before the first step of every frame; backends that keep a resumable history use it
+        to start each frame from what a cache frame stores (engine.backends.cpu). Default: nothing."""
+
+    def get_contact_history(self) -> ContactHistory | None:
+        """The springs and integrator memory to store with a frame for a bit-exact resume, in particle
+        ids; None for a backend that keeps none (the default)."""
+        return None
+
+    def set_contact_history(self, history: ContactHistory) -> None:
+        """Restore what any backend's ``get_contact_history`` returned; call after ``set_state``.
+        Default (a backend that keeps no history): nothing to restore."""
 
     def prepare(self) -> None:
         """Do now the set-up the next step would start with (the CPU builds its neighbour list), so a

@@ -35,12 +35,14 @@ from . import cpu_kernels as k
 from .cpu_fused import (block_reach, crossing_forces, crossing_forces_full, fused_step, fused_step_full,
                         split_blocks)
 from .cpu_neighbors import NeighborListCpu
+from .cpu_threads import ThreadCountChooser
+from .prepared_physics import prepare_physics
 from .base import Backend, StepTimings
 from ..bonds import bond_rows, bonds_per_particle
-from ..contact_law import cohesion_tables, pair_tables, rolling_tables, wall_tables
+from ..contact_history import ContactHistory
 from ..errors import SimulationDiverged
-from ..fields import pack_fields, uniform_acceleration
-from ..local_origin import local_origin, local_to_world, round_to_world, shift_field_table, world_to_local
+from ..fields import uniform_acceleration
+from ..local_origin import local_to_world, round_to_world, world_to_local
 from ..model import Model
 from ..state import State
 
@@ -74,18 +76,15 @@ class BackendCpu(Backend):
         super().__init__(model)
         physics = model.physics
         n = model.particle_count
-        self.beta, self.mu = pair_tables(physics.materials)
-        self.wall_beta, self.wall_mu = wall_tables(physics.materials, physics.domain.wall_restitution,
-                                                   physics.domain.wall_friction)
+        prepared = prepare_physics(model.physics)
+        self.beta, self.mu = prepared.beta, prepared.mu
+        self.wall_beta, self.wall_mu = prepared.wall_beta, prepared.wall_mu
         # Everything position-dependent in local coordinates (engine.local_origin).
-        self.origin = local_origin(physics.domain.lo, physics.domain.hi)
-        self.field_table, self.field_grid = pack_fields(physics.fields)
-        self.field_table = shift_field_table(self.field_table, self.origin, physics.fields).astype(np.float64)
-        self.lo = np.asarray(physics.domain.lo, np.float64) - self.origin
-        self.hi = np.asarray(physics.domain.hi, np.float64) - self.origin
+        self.origin, self.lo, self.hi = prepared.origin, prepared.lo, prepared.hi
+        self.field_table, self.field_grid = prepared.field_table.astype(np.float64), prepared.field_grid
         if model.colliders is not None:
             model.colliders.set_origin(self.origin)
-        self.wall_mask = physics.domain.wall_mask()
+        self.wall_mask = prepared.wall_mask
         self.neighbors = NeighborListCpu(n)
         self.force = np.zeros((n, 3), np.float64)
         self.touched = np.zeros(n, np.uint8)  # the fused step's: force[i] written this step
@@ -95,9 +94,9 @@ class BackendCpu(Backend):
         self.spring = physics.friction_model == "spring" and frictional
         self.rotation = bool(physics.rotation)
         self.euler = physics.integrator == "euler"
-        self.roll, self.wall_roll = rolling_tables(physics.materials, physics.domain.wall_rolling_friction)
-        self.cohesion, self.wall_cohesion = cohesion_tables(physics.materials, physics.domain.wall_cohesion)
-        self.rolling = self.rotation and (bool(self.roll.any()) or bool(self.wall_roll.any()))
+        self.roll, self.wall_roll = prepared.roll, prepared.wall_roll  # zero without rotation
+        self.cohesion, self.wall_cohesion = prepared.cohesion, prepared.wall_cohesion
+        self.rolling = prepared.rolling
         # The paper's model runs the original kernels (its results keep their bits).
         self.bonds = model.bonds if model.bonds is not None and model.bonds.count else None
         self.full = self.rotation or not self.euler or self.rolling or bool(self.cohesion.any()) \
@@ -114,9 +113,6 @@ class BackendCpu(Backend):
             self.bond_shear = np.zeros((self.bonds.count, 3), np.float64)  # ξ_b [m]
             self.bond_intact = np.ones(self.bonds.count, np.uint8)
         self.bonded = np.zeros(0, np.uint8)  # per list entry: held by an intact bond
-        if not self.rotation:
-            self.roll[:] = 0.0
-            self.wall_roll[:] = 0.0
         # Springs (tangential or rolling) need per-contact history; without them hist and wall_hist
         # have no rows and the kernels never touch them.
         self.keep_hist = self.spring or self.rolling
@@ -145,7 +141,12 @@ class BackendCpu(Backend):
         self.builds = 0  # list builds so far (keys the fused step's blocks)
         #: Blocks of the fused step: None = one per numba thread; a number to test other cuts.
         self.fused_blocks: int | None = None
-        self._blocks_key = None
+        #: Step on whichever of all threads and one is faster right now (engine.backends.cpu_threads);
+        #: False steps on numba's thread count as set (tests of a given count, fixed-count benchmarks).
+        self.adaptive_threads = True
+        self.threads: ThreadCountChooser | None = None
+        self._blocks_key = None  # the build the block plans were made for
+        self._block_plans: dict = {}
         self._reset_slots()
         self.pos = self.vel = self.active = self.omega = self.quat = None
         self._restored = None
@@ -244,7 +245,7 @@ class BackendCpu(Backend):
                             self.omega, self.quat, self.acc, self.alpha, self.mass, self.radius,
                             self.model.physics.dt, self.pos_ref)
 
-    def get_contact_history(self) -> dict[str, np.ndarray]:
+    def get_contact_history(self) -> ContactHistory:
         """Contact state for exact resume, in particle ids: pair i, j (int32, i the row's particle),
         pair spring (P, 3) and wall springs (n, 6, 3) [m]; with rolling resistance the rolling springs
         too, with Verlet the stored accelerations, and the bond and clump states."""
@@ -268,9 +269,9 @@ class BackendCpu(Backend):
             history.update({f"clump_{name}": value.copy() for name, value in self.body.items()})
         if self.model.colliders is not None:
             history.update(self.model.colliders.get_history())
-        return history
+        return ContactHistory.from_arrays(history)
 
-    def set_contact_history(self, history: dict[str, np.ndarray]) -> None:
+    def set_contact_history(self, history: ContactHistory) -> None:
         """Restore what ``get_contact_history`` returned (call after ``set_state``: slots = ids then)."""
         n = self.model.particle_count
         start = np.zeros(n + 1, np.int64)
@@ -385,15 +386,43 @@ class BackendCpu(Backend):
             self._build(self._acceleration(self.step_index))
 
     def step(self, count: int) -> StepTimings:
+        """Advance ``count`` steps on the thread count ``threads`` chooses (see ``adaptive_threads``)."""
         import numba
 
         threads = numba.get_num_threads()
-        if self.model.particle_count < SINGLE_THREAD_BELOW:
-            numba.set_num_threads(1)  # per calling thread; results do not depend on the thread count
         try:
-            return self._step(count)
+            if self.model.particle_count < SINGLE_THREAD_BELOW or threads == 1:
+                numba.set_num_threads(1)  # per calling thread; results do not depend on the thread count
+                return self._step(count)
+            if not self.adaptive_threads:
+                return self._step(count)
+            if self.threads is None or self.threads.most != threads:
+                self.threads = ThreadCountChooser(threads)
+            return self._step_choosing_threads(count)
         finally:
             numba.set_num_threads(threads)
+
+    def _step_choosing_threads(self, count: int) -> StepTimings:
+        """``count`` steps in stretches, each on the count ``self.threads`` plans and timed for it."""
+        import numba
+
+        chooser = self.threads
+        timings = StepTimings()
+        done = 0
+        while done < count:
+            threads, steps, is_try = chooser.plan(count - done)
+            numba.set_num_threads(threads)
+            spent, ran = 0.0, 0
+            while ran < steps:  # a try one step at a time, so a losing count is left early
+                part = self._step(1 if is_try else steps)
+                timings.add(part)
+                ran += part.steps
+                spent += part.total_s - part.build_s  # builds come at irregular steps: not compared
+                if is_try and chooser.give_up_try(threads, ran, spent):
+                    break
+            chooser.record(threads, ran, spent, is_try=is_try)
+            done += ran
+        return timings
 
     def _check_diverged(self, bad: int, speed2: float) -> None:
         """Stop the run after a step that produced NaN or runaway speed (largest speed² [m²/s²])."""
@@ -409,21 +438,23 @@ class BackendCpu(Backend):
                 f"{physics.speed_limit:.3g} m/s; lower dt or the stiffness.", self.step_index)
 
     def _blocks(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The fused step's blocks for the current list: (block_start, cross_from, reached_to)."""
+        """The fused step's blocks for the current list: (block_start, cross_from, reached_to), kept per
+        block count until the next build (the thread count may change between steps)."""
         import numba
 
         blocks = self.fused_blocks or numba.get_num_threads()
-        key = (self.builds, blocks)
-        if key != self._blocks_key:
+        if self._blocks_key != self.builds:
+            self._block_plans = {}
+            self._blocks_key = self.builds
+        if blocks not in self._block_plans:
             nb = self.neighbors
             start = split_blocks(nb.nbr_start, blocks)
             if blocks == 1:  # nothing crosses: skip the pass over the list
                 n = self.model.particle_count
-                self._block_plan = (start, np.array([n], np.int64), np.zeros(1, np.int64))
+                self._block_plans[blocks] = (start, np.array([n], np.int64), np.zeros(1, np.int64))
             else:
-                self._block_plan = (start, *block_reach(nb.nbr_start, nb.nbr_j, start))
-            self._blocks_key = key
-        return self._block_plan
+                self._block_plans[blocks] = (start, *block_reach(nb.nbr_start, nb.nbr_j, start))
+        return self._block_plans[blocks]
 
     def _step(self, count: int) -> StepTimings:
         if self.full:

@@ -26,7 +26,8 @@ import abc
 
 from .base import Backend, StepTimings
 from .gpu_failure import gpu_failure_sentence
-from .gpu_runtime import GpuUnavailable
+from .gpu_runtime import GpuUnavailable, spring_overflow_sentence
+from ..contact_history import ContactHistory
 from ..errors import MochiError
 from ..state import State
 
@@ -58,7 +59,7 @@ class BackendGpu(Backend):
     def get_state(self) -> State:
         return self.particles.download()
 
-    def get_contact_history(self) -> dict:
+    def get_contact_history(self) -> ContactHistory:
         """Tangential springs of the grains, walls and mesh colliders in the CPU backend's format
         (engine.backends.cpu), for resume; empty without springs."""
         from .gpu_springs import SpringRows, history_from_rows
@@ -70,15 +71,17 @@ class BackendGpu(Backend):
         history.update(p.get_clumps())
         if self.colliders is not None:
             history.update(self.colliders.get_history())
-        return history
+        return ContactHistory.from_arrays(history)
 
-    def set_contact_history(self, history: dict) -> None:
+    def set_contact_history(self, history: ContactHistory) -> None:
         """Restore what ``get_contact_history`` (of any backend) returned; call after ``set_state``."""
         from .gpu_springs import rows_from_history
 
         p = self.particles
         if p.rows_on:
             rows, self.springs_dropped = rows_from_history(history, self.model.radius)
+            if self.springs_dropped:  # resuming without them would not continue the bake exactly
+                raise MochiError(spring_overflow_sentence(self.springs_dropped, "in the restored history"))
             p.set_springs(rows)
         p.set_bonds(history)  # after set_springs, which chose the half the next step reads
         p.set_clumps(history)

@@ -25,20 +25,19 @@ import hashlib
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..contact_law import TANGENTIAL_STIFFNESS_RATIO, cohesion_tables, pair_tables, rolling_tables, wall_tables
+from ..contact_law import TANGENTIAL_STIFFNESS_RATIO
 from ..errors import MochiError, SimulationDiverged
-from ..fields import pack_fields, uniform_acceleration
-from ..local_origin import local_origin, local_to_world, round_to_world, shift_field_table, world_to_local
+from ..fields import uniform_acceleration
+from ..local_origin import local_to_world, round_to_world, world_to_local
 from ..model import Model
 from ..resources import data_dir
 from ..state import State
+from .gpu_springs import SPRING_SLOTS, SpringRows  # noqa: F401  (SPRING_SLOTS: part of this API)
+from .prepared_physics import prepare_physics
 
-if TYPE_CHECKING:
-    from .gpu_springs import SpringRows
 
 #: Folder of the CUDA/OptiX sources.
 KERNEL_DIR = data_dir("kernels")
@@ -72,8 +71,6 @@ DEM_PARAMS_DTYPE = np.dtype({
 }, align=True)
 #: DemParams::integrator (DEM_INTEGRATOR_* in kernels/dem_params.h).
 INTEGRATORS = {"euler": 0, "verlet": 1}
-#: Springs a particle's row holds: DEM_SPRING_SLOTS in kernels/dem_params.h (a test checks they agree).
-SPRING_SLOTS = 16
 
 #: Host mirror of ``struct OptixDemParams`` (kernels/dem_params.h).
 OPTIX_DEM_PARAMS_DTYPE = np.dtype({
@@ -228,12 +225,9 @@ def rotation_tables(physics) -> dict[str, np.ndarray]:
     ``rolling_mu`` (M, M) and ``wall_rolling_mu`` (M,) rolling coefficients μ_r, zero without rotation
     (as the CPU backend: rolling resistance acts through ω only); ``cohesion`` (M, M) and
     ``wall_cohesion`` (M,) SJKR cohesion c [Pa]."""
-    roll, wall_roll = rolling_tables(physics.materials, physics.domain.wall_rolling_friction)
-    if not physics.rotation:
-        roll, wall_roll = np.zeros_like(roll), np.zeros_like(wall_roll)
-    cohesion, wall_cohesion = cohesion_tables(physics.materials, physics.domain.wall_cohesion)
-    return {"rolling_mu": roll.astype(np.float32), "cohesion": cohesion.astype(np.float32),
-            "wall_rolling_mu": wall_roll.astype(np.float32), "wall_cohesion": wall_cohesion.astype(np.float32)}
+    p = prepare_physics(physics)
+    return {"rolling_mu": p.roll.astype(np.float32), "cohesion": p.cohesion.astype(np.float32),
+            "wall_rolling_mu": p.wall_roll.astype(np.float32), "wall_cohesion": p.wall_cohesion.astype(np.float32)}
 
 
 def law_flags(physics) -> dict[str, int]:
@@ -305,6 +299,15 @@ CLUMP_HISTORY = {"clump_centre": slice(0, 3), "clump_velocity": slice(3, 6), "cl
                  "clump_orientation": slice(9, 13), "clump_force": slice(13, 16), "clump_torque": slice(16, 19)}
 
 
+def spring_overflow_sentence(count: int, when: str) -> str:
+    """Why a GPU bake stops when tangential springs do not fit their grain's row (the kernels keep a
+    contact without its spring then, so its friction would slide history-free: not the physics asked
+    for). ``when``: 'between steps A and B' or 'in the restored history'."""
+    return (f"{count:,} contact spring(s) {when} did not fit in the {SPRING_SLOTS} a grain keeps on the "
+            "GPU, so their friction would slide without history; bake this scene on the cpu backend, "
+            "which keeps every spring.")
+
+
 def model_bonds(model):
     """The model's glue bonds (an ``engine.bonds.Bonds``), or None when it has none."""
     bonds = getattr(model, "bonds", None)
@@ -340,16 +343,16 @@ def fill_dem_params(record, arrays: dict, model: Model, *, field_count: int, poi
     physics = model.physics
     for name in DEM_PARAMS_ARRAYS:
         record[name] = pointer(arrays[name])
-    origin = local_origin(physics.domain.lo, physics.domain.hi)  # the kernels work in local coordinates
-    record["lo"] = np.asarray(physics.domain.lo, np.float64) - origin
-    record["hi"] = np.asarray(physics.domain.hi, np.float64) - origin
+    prepared = prepare_physics(model.physics)  # the kernels work in local coordinates
+    record["lo"] = prepared.lo
+    record["hi"] = prepared.hi
     record["stiffness"] = physics.stiffness
     record["dt"] = physics.dt
     record["speed_limit2"] = physics.speed_limit ** 2
     record["particle_count"] = model.particle_count
     record["material_count"] = len(physics.materials)
     record["field_count"] = field_count
-    record["wall_mask"] = int(sum(int(bit) << side for side, bit in enumerate(physics.domain.wall_mask())))
+    record["wall_mask"] = int(sum(int(bit) << side for side, bit in enumerate(prepared.wall_mask)))
     record["spring_model"] = int(uses_springs(physics))
     bonds = model_bonds(model)
     record["bond_count"] = 0 if bonds is None else bonds.count
@@ -447,18 +450,15 @@ class DeviceParticles:
         self.info = cupy.zeros(n, cupy.uint32)
         self.slot_to_model = cupy.arange(n, dtype=cupy.int32)
         self.diag = cupy.zeros(DIAG_COUNT, cupy.int32)
-        beta, mu = pair_tables(physics.materials)
-        wall_beta, wall_mu = wall_tables(physics.materials, physics.domain.wall_restitution,
-                                         physics.domain.wall_friction)
-        self.origin = local_origin(physics.domain.lo, physics.domain.hi)
+        prepared = prepare_physics(model.physics)
+        self.origin = prepared.origin
         if model.colliders is not None:
             model.colliders.set_origin(self.origin)
-        table, grid = pack_fields(physics.fields)
-        table = shift_field_table(table, self.origin, physics.fields)
-        self.beta = cupy.asarray(beta, cupy.float32).ravel()
-        self.mu = cupy.asarray(mu, cupy.float32).ravel()
-        self.wall_beta = cupy.asarray(wall_beta, cupy.float32)
-        self.wall_mu = cupy.asarray(wall_mu, cupy.float32)
+        table, grid = prepared.field_table, prepared.field_grid
+        self.beta = cupy.asarray(prepared.beta, cupy.float32).ravel()
+        self.mu = cupy.asarray(prepared.mu, cupy.float32).ravel()
+        self.wall_beta = cupy.asarray(prepared.wall_beta, cupy.float32)
+        self.wall_mu = cupy.asarray(prepared.wall_mu, cupy.float32)
         self.field_table = cupy.asarray(table if table.size else np.zeros((1, 16), np.float32)).ravel()
         self.field_grid = cupy.asarray(grid, cupy.float32)
         self.field_count = int(table.shape[0])
@@ -576,8 +576,6 @@ class DeviceParticles:
         if self.bonds is not None:
             self.set_bonds({})
         if self.rows_on:
-            from .gpu_springs import SpringRows
-
             self.set_springs(SpringRows.empty(n, rolling=self.rolling_on))
         if self.rotation_on:
             omega = np.zeros((n, 4), np.float32)
@@ -748,8 +746,6 @@ class DeviceParticles:
     def get_springs(self) -> "SpringRows":
         """Download the springs the next step reads."""
         n = self.particle_count
-        from .gpu_springs import SpringRows
-
         if not self.rows_on:
             return SpringRows.empty(0)
         half = int(self.spring_parity.get()[0])
@@ -768,9 +764,10 @@ class DeviceParticles:
         return int(self.diag[DIAG_SPRING_OVERFLOW:DIAG_SPRING_OVERFLOW + 1].get()[0])
 
     def check(self) -> None:
-        """Raise ``SimulationDiverged`` if a NaN or a speed above the limit appeared since the last check."""
+        """Raise ``SimulationDiverged`` if a NaN or a speed above the limit appeared since the last check,
+        and ``MochiError`` if a contact's spring found its grain's row full (``spring_overflow``)."""
         physics = self.model.physics
-        first_nan, first_fast, max_speed2_bits, _ = (int(v) for v in self.diag.get())
+        first_nan, first_fast, max_speed2_bits, overflow = (int(v) for v in self.diag.get())
         first, last = self.last_checked_step, self.step_index
         self.last_checked_step = last
         if first_nan != INT_MAX:
@@ -783,6 +780,8 @@ class DeviceParticles:
                 f"Runaway energy at step {first_fast} (t = {first_fast * physics.dt:.6g} s), between steps "
                 f"{first} and {last} checked on the GPU: a particle moved at up to {speed:.3g} m/s, above the "
                 f"limit of {physics.speed_limit:.3g} m/s; lower dt or the stiffness.", first_fast)
+        if overflow:
+            raise MochiError(spring_overflow_sentence(overflow, f"between steps {first} and {last}"))
 
     def acceleration(self, step: int) -> np.ndarray:
         """Gravity plus uniform/rotating fields at t = step·dt, float32 (3,) [m/s²]."""

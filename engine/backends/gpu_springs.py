@@ -20,8 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .gpu_runtime import SPRING_SLOTS
 
+#: Springs a particle's row holds: DEM_SPRING_SLOTS in kernels/dem_params.h (a test checks they agree).
+SPRING_SLOTS = 16
 #: Partner of an unused entry (ends a row).
 END_OF_ROW = -1
 

@@ -104,7 +104,7 @@ def run_self_check() -> tuple[bool, str]:
     from .cuda_grid import BackendCudaGrid
     from .gpu_failure import gpu_failure_sentence
     from .optix_rt import BackendOptix
-    from ..contacts import contact_model
+    from ..model import contact_model
     from ..state import make_state
 
     positions, radius = self_check_state()

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 
 from ..atomic import write_atomic
-from ..backends import BACKEND_NAMES
 from ..contacts import count_contacts
 from ..errors import MochiError
+from ..neighbors import NEIGHBOR_SEARCH_NAMES
 
 
 def register(subparsers) -> None:
@@ -18,8 +18,9 @@ def register(subparsers) -> None:
                                           "every particle (|ci-cj| <= ri+rj) as int32 .npy, input order.")
     p.add_argument("state", help="PLY file with vertex properties x y z radius")
     p.add_argument("--out", required=True, help="output .npy file")
-    p.add_argument("--backend", choices=BACKEND_NAMES, default="cpu",
-                   help="backend that finds the contacts (all give the same counts; 'auto' says what it chose)")
+    p.add_argument("--backend", choices=NEIGHBOR_SEARCH_NAMES, default="cpu",
+                   help="search that finds the contacts (all give the same counts; 'brute' is the exact "
+                        "oracle; 'auto' says what it chose)")
     p.set_defaults(func=run)
 
 

@@ -261,7 +261,7 @@ class ColliderSet:
         """Write the colliders (geometry, surface, motion) into ``folder``/colliders/ (see ``storage``)."""
         from .storage import save_colliders
 
-        save_colliders(self, folder)
+        save_colliders(self.colliders, folder)
 
     # --- internals -----------------------------------------------------------------------------------
 
@@ -326,6 +326,6 @@ def springs_from_history(history: dict, springs: np.ndarray, normals: np.ndarray
 
 def load_colliders(folder) -> ColliderSet:
     """The colliders a bake saved in ``folder`` (see ``engine.colliders.storage``)."""
-    from .storage import load_colliders as _load
+    from .storage import read_colliders
 
-    return _load(folder)
+    return ColliderSet(read_colliders(folder))

@@ -29,7 +29,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from ..backends.cpu_kernels import _contact, _contact_full
+from ..backends.cpu_kernels_law import _contact, contact_law_full
 from ..packing.bvh import KERNEL_OPTIONS
 
 #: Barycentric slack of the swept segment–triangle test (relative to the triangle's size).
@@ -329,11 +329,12 @@ def collider_forces(pos, vel, radius, mass, material, active, force, vertices, v
                 svz = w0 * vertex_velocity[tri[0], 2] + w1 * vertex_velocity[tri[1], 2] + w2 * vertex_velocity[tri[2], 2]
                 if rotation:
                     overlap = reach - dist
-                    f = _contact_full(nx, ny, nz, overlap, np.float64(vel[i, 0]) - svx, np.float64(vel[i, 1]) - svy,
-                                      np.float64(vel[i, 2]) - svz, np.float64(omega[i, 0]), np.float64(omega[i, 1]),
-                                      np.float64(omega[i, 2]), 0.0, 0.0, 0.0, np.float64(radius[i]) - 0.5 * overlap,
-                                      0.0, np.float64(radius[i]), m, stiffness, beta_table[mat], mu_table[mat], 0.0,
-                                      0.0, spring, hist, c, dt)
+                    f = contact_law_full(nx, ny, nz, overlap, np.float64(vel[i, 0]) - svx,
+                                         np.float64(vel[i, 1]) - svy, np.float64(vel[i, 2]) - svz,
+                                         np.float64(omega[i, 0]), np.float64(omega[i, 1]), np.float64(omega[i, 2]),
+                                         0.0, 0.0, 0.0, np.float64(radius[i]) - 0.5 * overlap, 0.0,
+                                         np.float64(radius[i]), m, stiffness, beta_table[mat], mu_table[mat], 0.0,
+                                         0.0, spring, hist, c, dt)
                     fx, fy, fz = f[0], f[1], f[2]
                     tx_sum += f[3]
                     ty_sum += f[4]

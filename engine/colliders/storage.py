@@ -18,7 +18,6 @@ import numpy as np
 from ..atomic import write_atomic
 from ..errors import MochiError
 from .collider import Collider
-from .collider_set import ColliderSet
 from .motion import motion_from_json
 
 FOLDER = "colliders"
@@ -32,8 +31,8 @@ def _array_key(name: str, index: int) -> str:
     return f"key_{name}_{index}" if name == "vertices" else f"{name}_{index}"
 
 
-def save_colliders(colliders: ColliderSet, folder: str | os.PathLike) -> Path:
-    """Write ``colliders`` under ``folder``/colliders/; returns that folder.
+def save_colliders(colliders: tuple[Collider, ...], folder: str | os.PathLike) -> Path:
+    """Write the ``colliders`` (a ``ColliderSet``'s ``colliders``) under ``folder``/colliders/; returns that folder.
 
     Raises:
         MochiError: the folder cannot be written.
@@ -45,7 +44,7 @@ def save_colliders(colliders: ColliderSet, folder: str | os.PathLike) -> Path:
         raise MochiError(f"Cannot create '{target}': {exc.strerror or exc}.") from None
     entries = []
     arrays: dict[str, np.ndarray] = {}
-    for index, c in enumerate(colliders.colliders):
+    for index, c in enumerate(colliders):
         motion = {"kind": "static"} if c.motion is None else c.motion.to_json()
         entries.append({"name": c.name, "thickness": c.thickness, "restitution": c.restitution,
                         "friction": c.friction, "motion": motion})
@@ -62,8 +61,9 @@ def save_colliders(colliders: ColliderSet, folder: str | os.PathLike) -> Path:
     return target
 
 
-def load_colliders(folder: str | os.PathLike) -> ColliderSet:
-    """Read the colliders ``save_colliders`` wrote under ``folder``.
+def read_colliders(folder: str | os.PathLike) -> tuple[Collider, ...]:
+    """Read the colliders ``save_colliders`` wrote under ``folder`` (``collider_set.load_colliders``
+    makes them a ``ColliderSet``; this module does not import it, so neither depends on the other both ways).
 
     Raises:
         MochiError: missing or unreadable files, or a format this engine does not know.
@@ -86,4 +86,4 @@ def load_colliders(folder: str | os.PathLike) -> ColliderSet:
                                   triangles=arrays[f"triangles_{index}"], thickness=float(entry["thickness"]),
                                   restitution=float(entry["restitution"]), friction=float(entry["friction"]),
                                   motion=motion_from_json(entry["motion"], motion_arrays)))
-    return ColliderSet(tuple(colliders))
+    return tuple(colliders)

@@ -4,39 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.spatial import cKDTree
 
 from engine.model import Domain, Gravity, Material
+from engine.neighbors.brute import brute_force_pairs, near_ties  # noqa: F401  (older imports from here)
 from engine.scene import setup_from_arrays
-
-
-def brute_force_pairs(positions: np.ndarray, radius: np.ndarray) -> set[tuple[int, int]]:
-    """Oracle: every (i, j), i < j, with |x_i − x_j| ≤ r_i + r_j, in float64 through a k-d tree."""
-    x = positions.astype(np.float64)
-    r = radius.astype(np.float64)
-    tree = cKDTree(x)
-    candidates = tree.query_pairs(2.0 * r.max() + 1e-12, output_type="ndarray")
-    if len(candidates) == 0:
-        return set()
-    i, j = candidates[:, 0], candidates[:, 1]
-    d2 = ((x[i] - x[j]) ** 2).sum(axis=1)
-    hit = d2 <= (r[i] + r[j]) ** 2
-    return {(int(a), int(b)) if a < b else (int(b), int(a)) for a, b in zip(i[hit], j[hit])}
-
-
-def near_ties(positions: np.ndarray, radius: np.ndarray, rel: float = 1e-6) -> set[tuple[int, int]]:
-    """Pairs whose distance is within ``rel`` of r_i + r_j: float32 rounding may decide either way."""
-    x = positions.astype(np.float64)
-    r = radius.astype(np.float64)
-    tree = cKDTree(x)
-    candidates = tree.query_pairs(2.0 * r.max() * (1 + rel) + 1e-12, output_type="ndarray")
-    out = set()
-    for a, b in candidates:
-        d = np.linalg.norm(x[a] - x[b])
-        s = r[a] + r[b]
-        if abs(d - s) <= rel * s:
-            out.add((min(a, b), max(a, b)))
-    return out
 
 
 def scene(positions, radius, *, velocities=None, gravity=(0.0, 0.0, 0.0), lo=(-1.0, -1.0, -1.0),

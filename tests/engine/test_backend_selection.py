@@ -16,7 +16,7 @@ from engine.backends.gpu_failure import gpu_failure_sentence, start_gpu_backend
 from engine.backends.gpu_runtime import GpuUnavailable, kernel_source
 from engine.backends.optix_self_check import SelfCheckMemory, compare_contacts, self_check_state
 from engine.backends.cpu import BackendCpu
-from engine.contacts import contact_model
+from engine.model import contact_model
 from engine.errors import MochiError
 from engine.state import make_state
 

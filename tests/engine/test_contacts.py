@@ -9,8 +9,9 @@ from engine.backends.cpu import BackendCpu
 from engine.cli.contacts import count_contacts
 from engine.cli.main import main
 from engine.ply import write_points
+from engine.neighbors.brute import brute_force_pairs
 
-from .conftest import brute_force_pairs, scene
+from .conftest import scene
 
 
 def _states(rng):

@@ -11,8 +11,9 @@ import engine.backends.cpu as cpu_module
 import engine.backends.cpu_kernels as cpu_kernels
 from engine.backends.cpu import BackendCpu
 from engine.backends.cpu_neighbors import NeighborListCpu
+from engine.neighbors.brute import brute_force_pairs
 
-from .conftest import brute_force_pairs, scene
+from .conftest import scene
 
 
 def _heap(rng, n=3000, friction=0.3, open_sides=()):

@@ -195,6 +195,19 @@ def test_backend_steps_like_the_cpu_backend(host_backend, integrator, rng):
         assert np.abs(history["wall_rolling"]).max() > 0  # the heap rolls on the floor
 
 
+def test_spring_overflow_on_the_device_stops_the_bake(host_backend, rng):
+    """The kernels count the contacts whose spring found its grain's row full (they would slide
+    history-free); the next download reads the counter and refuses in one sentence."""
+    model, state = _stirred(rng, "verlet")
+    gpu = host_backend(model)
+    gpu.set_state(state)
+    gpu.step(5)
+    gpu.get_state()  # nothing overflowed
+    gpu.particles.diag[gpu_runtime.DIAG_SPRING_OVERFLOW] = 3  # what the kernels' atomicAdd leaves
+    with pytest.raises(MochiError, match=r"^3 contact spring\(s\) between steps 5 and 5 did not fit in the 16 "):
+        gpu.get_state()
+
+
 def test_backend_resumes_from_its_history_bit_for_bit(host_backend, rng):
     """Steps 0–300 in one go (a frame boundary at 150) or resumed at 150 from the state and contact
     history (springs, rolling histories, Verlet accelerations): the same bits."""

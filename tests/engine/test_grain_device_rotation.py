@@ -27,8 +27,8 @@ from engine.colliders import kernels as ck
 from engine.contact_law import cohesion_tables, contact_response, pair_tables, rolling_tables, wall_tables
 from engine.model import Body, Domain, Gravity, Material, Physics, build_model
 from engine.state import make_state
+from engine.neighbors.brute import brute_force_pairs
 
-from .conftest import brute_force_pairs
 from .test_collider_device_math import collider_params, dem_params, grains_near_surface
 from .test_collider_device_math import host_library as collider_library  # noqa: F401  (fixture)
 from .test_grain_device_math import HostGrains, grid_run, optix_run

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from engine.backends.cpu import BackendCpu
+from engine.neighbors.brute import brute_force_pairs, near_ties
 
-from ..engine.conftest import brute_force_pairs, near_ties
 from .conftest import make_gpu_backend, model_and_state
 
 SCENARIOS = ["ratio 120:1", "uniform polydisperse", "clusters", "coincident centres", "far from origin",
@@ -219,7 +219,7 @@ def test_auto_names_a_backend_that_starts_and_says_why():
 def test_optix_self_check_passes_here():
     """The self-check 'auto' runs before it trusts optix: OptiX's contacts equal the CUDA grid's."""
     from engine.backends.optix_self_check import run_self_check, self_check_state
-    from engine.contacts import contact_model
+    from engine.model import contact_model
 
     positions, radius = self_check_state()
     make_gpu_backend("optix", contact_model(positions, radius))  # skips without optix
@@ -230,7 +230,8 @@ def test_optix_self_check_passes_here():
 @pytest.mark.parametrize("name", ["cuda", "optix"])
 def test_mochi_contacts_on_gpu_backends_equals_cpu(name, rng):
     """``mochi contacts --backend cuda|optix``: the same counts as the cpu backend (was refused)."""
-    from engine.contacts import contact_model, count_contacts
+    from engine.contacts import count_contacts
+    from engine.model import contact_model
 
     positions = rng.uniform(0, 1, (3000, 3)).astype(np.float32)
     radius = np.exp(rng.uniform(np.log(0.0005), np.log(0.06), 3000)).astype(np.float32)

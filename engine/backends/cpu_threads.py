@@ -1,0 +1,122 @@
+"""How many threads the CPU backend steps with: all of them, unless one is faster right now.
+
+On a machine where another process keeps a core busy (Blender's UI, a render, a browser), numba's
+parallel loops lose badly: every parallel region ends at a barrier, and the thread that shares its core
+with the other process arrives a scheduler quantum late; with the OpenMP layer's spinning barriers a
+100k-grain step measured 62 ms on 2 threads against 5.6 ms on 1 (issue 27). No setting known before
+the run says which count wins, so ``ThreadCountChooser`` measures: it times the steps at the count in
+use, now and then tries the other count for a few steps, and keeps whichever costs less per step. The
+results do not depend on the thread count (engine.backends.cpu_fused), so switching changes no bit.
+
+Threads that wait at a barrier sleep instead of spinning (``OMP_WAIT_POLICY=passive``, set here unless
+the environment names a policy): a spinning thread takes the core the late thread needs. It must be set
+before numba starts its OpenMP layer, which reads it once; engine/__init__.py is the surest place.
+
+Policy: start by timing one step on all threads and a few on a single thread; then run on the cheaper
+count, trying the other after ``PROBE_AFTER_S`` seconds of stepping, doubling that wait (up to
+``PROBE_AFTER_MAX_S``) each time the try confirms the choice, resetting it when the choice changes, and
+trying at once when the smoothed cost per step on all threads rises by ``CHANGE`` (a load came). A try
+stops as soon as it has cost more than the steps it replaced would have, so trying a losing count costs
+about one step.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+def prefer_passive_wait() -> None:
+    """Ask the OpenMP layer to let waiting threads sleep (read when numba first runs a parallel loop)."""
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+prefer_passive_wait()
+
+#: Seconds of stepping before the other count is tried again, first and at most.
+PROBE_AFTER_S = 0.5
+PROBE_AFTER_MAX_S = 8.0
+#: Steps and seconds a try and a running stretch last at least (one `_step` call per running
+#: stretch): a stretch shorter than a few scheduler quanta would measure the scheduler, not the step.
+PROBE_STEPS = 3
+CHUNK_STEPS = 4
+CHUNK_S = 0.03
+#: The other count must be this much cheaper to be chosen (noise must not flip the choice).
+HYSTERESIS = 0.1
+#: A rise of the (smoothed) cost per step on all threads by this factor triggers a try: the load
+#: came. (On one thread a competing process barely shows; its departure is found by the next try.)
+CHANGE = 1.5
+#: Weight of the newest stretch in the smoothed cost per step.
+SMOOTHING = 0.3
+
+
+@dataclass
+class ThreadCountChooser:
+    """Chooses between ``most`` threads and one (see the module docstring).
+
+    Attributes:
+        most: The thread count allowed (numba's count when the bake started), ≥ 1.
+        current: The count stepping now.
+        cost: Latest measured seconds per step, by thread count.
+        switches: How often the choice changed (for benchmarks and tests).
+        steps_by_count: Steps run on each count.
+    """
+
+    most: int
+    current: int = 0
+    cost: dict[int, float] = field(default_factory=dict)
+    switches: int = 0
+    steps_by_count: dict[int, int] = field(default_factory=dict)
+    _wait_s: float = PROBE_AFTER_S
+    _since_probe_s: float = 0.0
+    _reference: float = 0.0  # cost per step of the count in use when it was last chosen or confirmed
+    _smoothed: float = 0.0
+    _try_steps: int = PROBE_STEPS
+
+    def __post_init__(self):
+        self.current = self.most
+
+    @property
+    def other(self) -> int:
+        return 1 if self.current != 1 else self.most
+
+    def plan(self, remaining: int) -> tuple[int, int, bool]:
+        """(threads, steps, is_try) for the next stretch of at most ``remaining`` steps."""
+        if self.most <= 1:
+            return 1, remaining, False
+        if self.current not in self.cost:
+            return self.current, 1, False
+        if self.other not in self.cost or self._since_probe_s >= self._wait_s:
+            self._try_steps = min(max(PROBE_STEPS, self._stretch_steps()), remaining)
+            return self.other, self._try_steps, True
+        return self.current, min(max(CHUNK_STEPS, self._stretch_steps()), remaining), False
+
+    def _stretch_steps(self) -> int:
+        """Steps of the count in use that last ``CHUNK_S``."""
+        return int(CHUNK_S / max(self.cost[self.current], 1e-9))
+
+    def record(self, threads: int, steps: int, seconds: float, *, is_try: bool) -> None:
+        """Account ``steps`` steps run on ``threads`` threads in ``seconds`` (stepping time only)."""
+        self.steps_by_count[threads] = self.steps_by_count.get(threads, 0) + steps
+        per_step = seconds / max(steps, 1)
+        if not is_try:
+            self.cost[threads] = per_step
+            self._since_probe_s += seconds
+            self._smoothed = per_step if not self._smoothed else \
+                SMOOTHING * per_step + (1.0 - SMOOTHING) * self._smoothed
+            if threads > 1 and self._reference and self._smoothed > CHANGE * self._reference:
+                self._wait_s = self._since_probe_s = PROBE_AFTER_S  # the load came: try at once
+            return
+        self.cost[threads] = per_step
+        self._since_probe_s = 0.0
+        if per_step < self.cost[self.current] * (1.0 - HYSTERESIS):
+            self.current = threads
+            self.switches += 1
+            self._wait_s = PROBE_AFTER_S
+        else:
+            self._wait_s = min(2.0 * self._wait_s, PROBE_AFTER_MAX_S)
+        self._reference = self._smoothed = self.cost[self.current]
+
+    def give_up_try(self, threads: int, steps_done: int, seconds: float) -> bool:
+        """Whether a try on ``threads`` that has run ``steps_done`` steps in ``seconds`` already cost more
+        than the whole try would on the count in use (then stop it: it lost)."""
+        return seconds > self.cost.get(self.current, float("inf")) * self._try_steps and steps_done >= 1
