@@ -7,6 +7,7 @@ to act on that flag. Names:
 
 - 'brute': the exact oracle (engine.neighbors.brute), which the tests compare every other search with;
 - 'cpu': the CPU backend's cell list (engine.neighbors.cpu);
+- 'rt': the paper's ray-traced search on any device with ray tracing, through slangpy (engine.neighbors.rt);
 - 'cuda', 'optix', 'auto': the GPU backends' own searches, through a contact-only model
   (engine.neighbors.solver; skin 0 only).
 """
@@ -19,7 +20,7 @@ from .base import CAPACITY_MARGIN, NeighborList, NeighborSearch
 __all__ = ["CAPACITY_MARGIN", "NEIGHBOR_SEARCH_NAMES", "NeighborList", "NeighborSearch", "make_neighbor_search"]
 
 #: Every name ``make_neighbor_search`` accepts.
-NEIGHBOR_SEARCH_NAMES = ("brute", "auto", "cpu", "cuda", "optix")
+NEIGHBOR_SEARCH_NAMES = ("brute", "auto", "cpu", "cuda", "optix", "rt")
 
 
 def make_neighbor_search(name: str, *, log=lambda message: None) -> NeighborSearch:
@@ -36,6 +37,10 @@ def make_neighbor_search(name: str, *, log=lambda message: None) -> NeighborSear
         from .cpu import NeighborSearchCpu
 
         return NeighborSearchCpu()
+    if name == "rt":
+        from .rt import NeighborSearchRt
+
+        return NeighborSearchRt()
     if name in NEIGHBOR_SEARCH_NAMES:
         from .solver import NeighborSearchSolver
 

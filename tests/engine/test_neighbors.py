@@ -15,9 +15,22 @@ from .test_contacts import _states
 HOST_SEARCHES = ("brute", "cpu")
 
 
+def _rt_search():
+    """'rt' where a device with ray tracing exists (lavapipe in CI), else skipped with the reason."""
+    try:
+        make_neighbor_search("rt")
+    except MochiError as exc:
+        return pytest.param("rt", marks=pytest.mark.skip(reason=str(exc)))
+    return "rt"
+
+
+#: Every search that runs on this machine: the host ones and the ray-traced one.
+SEARCHES = HOST_SEARCHES + (_rt_search(),)
+
+
 @pytest.mark.parametrize("name", ["uniform polydisperse", "ratio 120:1", "coincident centres", "far from origin",
                                   "two-radius lattice"])
-@pytest.mark.parametrize("search", HOST_SEARCHES)
+@pytest.mark.parametrize("search", SEARCHES)
 def test_contacts_equal_the_oracle(search, name, rng):
     positions, radius = _states(rng)[name]
     positions, radius = positions.astype(np.float32), radius.astype(np.float32)
@@ -28,7 +41,7 @@ def test_contacts_equal_the_oracle(search, name, rng):
     assert {tuple(p) for p in pairs.tolist()} == oracle and len(oracle) > 50
 
 
-@pytest.mark.parametrize("search", HOST_SEARCHES)
+@pytest.mark.parametrize("search", SEARCHES)
 def test_skin_list_holds_every_pair_within_reach(search, rng):
     positions = rng.uniform(0, 1, (1200, 3)).astype(np.float32)
     radius = rng.uniform(0.005, 0.02, 1200).astype(np.float32)
@@ -58,7 +71,7 @@ def test_update_keeps_the_list_until_half_the_skin_is_used(rng):
     assert {tuple(p) for p in rebuilt.contacts(moved).tolist()} == brute_force_pairs(moved, radius)
 
 
-@pytest.mark.parametrize("search", HOST_SEARCHES)
+@pytest.mark.parametrize("search", SEARCHES)
 def test_overflow_is_flagged_then_acted_on(search, rng):
     """A list allocated over a sparse state overflows once the grains crowd together; the flag is
     set (not an exception) and ``update_or_allocate`` allocates again with room."""
@@ -93,7 +106,7 @@ def test_near_ties_are_found_by_the_oracle():
 
 
 def test_names_and_refusals():
-    assert set(NEIGHBOR_SEARCH_NAMES) >= {"brute", "cpu", "cuda", "optix", "auto"}
+    assert set(NEIGHBOR_SEARCH_NAMES) >= {"brute", "cpu", "cuda", "optix", "auto", "rt"}
     with pytest.raises(MochiError, match="Unknown neighbour search 'kd'"):
         make_neighbor_search("kd")
     with pytest.raises(MochiError, match="skin 0"):
