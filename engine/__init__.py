@@ -78,5 +78,15 @@ def prefer_safe_threading_layer() -> None:
         sys.modules["numba"].config.THREADING_LAYER_PRIORITY = list(THREADING_LAYER_PRIORITY)
 
 
+def prefer_passive_wait() -> None:
+    """Ask numba's OpenMP layer to let threads that wait at a barrier sleep instead of spinning
+    (``OMP_WAIT_POLICY=passive``; a policy named in the environment is left alone). A spinning thread
+    takes the core that a late thread needs when another process keeps one busy (engine.backends.
+    cpu_threads). OpenMP reads the variable once, when numba first runs a parallel loop, which packing
+    may do before any backend is built: so it is set here, at the engine's import."""
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
 set_numba_cache_folder(_numba_cache_folder())
 prefer_safe_threading_layer()
+prefer_passive_wait()

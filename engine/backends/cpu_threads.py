@@ -8,9 +8,9 @@ the run says which count wins, so ``ThreadCountChooser`` measures: it times the 
 use, now and then tries the other count for a few steps, and keeps whichever costs less per step. The
 results do not depend on the thread count (engine.backends.cpu_fused), so switching changes no bit.
 
-Threads that wait at a barrier sleep instead of spinning (``OMP_WAIT_POLICY=passive``, set here unless
-the environment names a policy): a spinning thread takes the core the late thread needs. It must be set
-before numba starts its OpenMP layer, which reads it once; engine/__init__.py is the surest place.
+Threads that wait at a barrier sleep instead of spinning (``OMP_WAIT_POLICY=passive``, set by
+``engine.prefer_passive_wait`` at the engine's import, before numba starts its OpenMP layer, which reads
+it once): a spinning thread takes the core the late thread needs.
 
 Policy: start by timing one step on all threads and a few on a single thread; then run on the cheaper
 count, trying the other after ``PROBE_AFTER_S`` seconds of stepping, doubling that wait (up to
@@ -22,15 +22,7 @@ about one step.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
-
-def prefer_passive_wait() -> None:
-    """Ask the OpenMP layer to let waiting threads sleep (read when numba first runs a parallel loop)."""
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-
-prefer_passive_wait()
 
 #: Seconds of stepping before the other count is tried again, first and at most.
 PROBE_AFTER_S = 0.5
