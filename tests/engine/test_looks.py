@@ -57,3 +57,33 @@ def test_a_bad_look_file_names_the_file_and_key(tmp_path, monkeypatch):
     (tmp_path / "odd.toml").write_text('label = "Odd"\ndescription = "x"\nradius = 0.01\nsize = 2\n[material]\n')
     with pytest.raises(MochiError, match=r"odd\.toml.*unknown key 'size'"):
         look("odd")
+
+
+# --- the heap each look makes (benchmarks/looks_repose.py, docs/looks.md) -------------------------------
+
+@pytest.fixture(scope="module")
+def heaps():
+    """Sand and beads columns (~2,300 grains each) collapsed on an open floor for 1 s, a few seconds each."""
+    from benchmarks.looks_repose import run_heap
+
+    return {key: run_heap(look(key)) for key in ("sand", "beads")}
+
+
+def test_the_default_look_piles_at_about_thirty_degrees(heaps):
+    """Sand (the default) keeps its grains and stands as a heap whose flank is ~30° (measured 28.9°;
+    physics_repose's estimator, which reads LAMMPS' half-piles within 1.3° of Mochi's)."""
+    sand = heaps["sand"]
+    diameter = 2.0 * look("sand").radius
+    assert sand["kept"] == sand["grains"]  # nothing ran off the floor
+    assert sand["fitted_bins"] >= 4 and 24.0 <= sand["angle_deg"] <= 36.0, sand
+    assert sand["height_at_axis_m"] > 6.0 * diameter  # a heap, from a 10-diameter column
+
+
+def test_beads_spread_instead_of_piling(heaps):
+    """Beads (no rolling resistance, little friction) from the same column roll away: no heap stands
+    3 diameters high, so the estimator finds no flank, and grains run off the floor."""
+    beads = heaps["beads"]
+    diameter = 2.0 * look("beads").radius
+    assert beads["height_at_axis_m"] < 3.0 * diameter, beads
+    assert not beads["angle_deg"] >= 15.0  # NaN (no flank to fit) or shallow
+    assert beads["kept"] < 0.95 * beads["grains"]
