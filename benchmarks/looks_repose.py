@@ -143,6 +143,19 @@ def heap_angle(positions, radii, *, axis=(0.0, 0.0)) -> dict:
     return result
 
 
+def release_setup(entry, positions, radii, *, column_radius: float = COLUMN_RADIUS):
+    """The scene of a settled column released on an open floor with ``entry``'s material (grains and
+    floor), dt and stiffness 'auto'; an ``engine.scene.SceneSetup`` at 25 fps."""
+    from engine.model import Domain
+
+    m = entry.material
+    reach = (column_radius + 30.0) * 2.0 * entry.radius  # room for the heap; beyond it grains are lost
+    top = float((positions[:, 1] + radii).max()) * 1.05
+    floor = Domain(lo=(-reach, 0.0, -reach), hi=(reach, top, reach), open_sides=("-x", "+x", "-z", "+z"),
+                   wall_restitution=m.restitution, wall_friction=m.friction, wall_rolling_friction=m.rolling_friction)
+    return _setup(entry, positions, radii, floor)
+
+
 def run_heap(entry, *, seconds: float = SECONDS, seed: int = 0, column_radius: float = COLUMN_RADIUS,
              column_height: float = COLUMN_HEIGHT) -> dict:
     """Settle ``entry``'s column, release it on an open floor for ``seconds`` and measure its heap.
@@ -152,16 +165,9 @@ def run_heap(entry, *, seconds: float = SECONDS, seed: int = 0, column_radius: f
         release), wall_seconds (settling and release) and the final positions/radii of the kept grains
         (numpy arrays, not for JSON).
     """
-    from engine.model import Domain
-
     began = time.perf_counter()
     positions, radii = settled_column(entry, seed=seed, column_radius=column_radius, column_height=column_height)
-    m = entry.material
-    reach = (column_radius + 30.0) * 2.0 * entry.radius  # room for the heap; beyond it grains are lost
-    top = float((positions[:, 1] + radii).max()) * 1.05
-    floor = Domain(lo=(-reach, 0.0, -reach), hi=(reach, top, reach), open_sides=("-x", "+x", "-z", "+z"),
-                   wall_restitution=m.restitution, wall_friction=m.friction, wall_rolling_friction=m.rolling_friction)
-    setup = _setup(entry, positions, radii, floor)
+    setup = release_setup(entry, positions, radii, column_radius=column_radius)
     state, steps = _run(setup, seconds)
     elapsed = time.perf_counter() - began
     keep = state.active.astype(bool)
