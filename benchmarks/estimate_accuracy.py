@@ -73,7 +73,8 @@ def measure(name: str, folder: Path) -> dict:
     real = time.perf_counter() - started
     first_probe = estimate.seconds_per_step * estimate.steps_per_frame * estimate.frames
     return {"scene": name, "preset": str(path.relative_to(REPO)) if path.is_relative_to(REPO) else path.name,
-            "particles": setup.model.particle_count, "frames": frames, "steps": estimate.steps_per_frame * estimate.frames,
+            "particles": setup.model.particle_count, "frames": frames,
+            "steps": estimate.steps_per_frame * estimate.frames,
             "loose_fraction": round(estimate.loose_fraction, 3),
             "ms_per_step_start": round(estimate.seconds_per_step * 1e3, 3),
             "ms_per_step_packed": round(estimate.packed_seconds_per_step * 1e3, 3),

@@ -44,10 +44,11 @@ def preset_text(entry, *, heap_file: str, heap_top: float, reach: float) -> str:
     """The demo preset: the look's material, the heap as a file emitter, the bunny packed above it."""
     m = entry.material
     bunny_y = heap_top + BUNNY_GAP + 0.5 * BUNNY_FIT * 0.8  # the bunny is ~0.8 of its fit tall
-    return f"""# Written by scripts/demo_scene.py: a {entry.label.lower()} bunny dropped onto a {entry.label.lower()} heap.
+    name = entry.label.lower()
+    return f"""# Written by scripts/demo_scene.py: a {name} bunny dropped onto a {name} heap.
 [scene]
 name = "Bunny onto a heap"
-description = "The bundled bunny, packed into two-radius grains of the default look, lands on a heap of the same grains."
+description = "The bundled bunny, packed into two-radius grains of one look, lands on a heap of the same grains."
 fps = {FPS}
 frames = {FRAMES}
 seed = 1
