@@ -4,6 +4,7 @@ everything else; only a mapping of folders onto packages needs this file."""
 
 from setuptools import find_packages, setup
 
-DATA_PACKAGES = {"engine.kernels": "kernels", "engine.presets": "presets", "engine.presets.meshes": "presets/meshes"}
+DATA_PACKAGES = {"engine.kernels": "kernels", "engine.presets": "presets", "engine.presets.meshes": "presets/meshes",
+                 "engine.presets.looks": "presets/looks"}
 
 setup(packages=find_packages(include=["engine*", "addon*"]) + list(DATA_PACKAGES), package_dir=DATA_PACKAGES)

@@ -9,7 +9,8 @@ import pytest
 
 from engine.bake import bake
 from engine.cli.main import main
-from engine.estimate import estimate_bake, format_duration
+from engine.estimate import (PACKED_SPACING, BakeEstimate, estimate_bake, format_duration, frame_costs,
+                             loose_landing_times, packed_state)
 from engine.preset import load_preset
 from engine.scene import setup_from_preset
 
@@ -28,8 +29,9 @@ def test_probe_reports_the_scene_and_leaves_the_bake_bit_identical(tmp_path):
     assert estimate.particle_count == 300 and estimate.steps_per_frame == physics.steps_per_frame
     assert (estimate.dt, estimate.stiffness) == (physics.dt, physics.stiffness)
     assert estimate.expected_overlap == choice.expected_overlap <= 0.1
-    assert estimate.seconds_per_step > 0 and estimate.frames == 3
-    assert estimate.bake_seconds == pytest.approx(estimate.seconds_per_step * physics.steps_per_frame * 3)
+    assert estimate.seconds_per_step > 0 and estimate.frames == 3 and len(estimate.frame_seconds) == 3
+    assert estimate.loose_fraction == 1.0 and estimate.packed_seconds_per_step > 0  # a poured cloud: both probes
+    assert estimate.bake_seconds == pytest.approx(sum(estimate.frame_seconds))
     assert np.array_equal(setup.state.positions, positions)  # the probe stepped a copy
     bake(setup, tmp_path / "probed", frames=3)
     bake(setup_from_preset(load_preset(SAND), particles=300), tmp_path / "plain", frames=3)
@@ -64,3 +66,85 @@ def test_cli_prints_the_figures_before_baking(tmp_path, capsys):
 @pytest.mark.parametrize("seconds,text", [(42.4, "42 s"), (200, "3 min 20 s"), (7500, "2 h 05 min")])
 def test_durations_read_like_a_person_writes_them(seconds, text):
     assert format_duration(seconds) == text
+
+
+# --- the cost model: loose grains land and cost what a pile costs --------------------------------------
+
+def _cloud_and_block(tmp_path, *, heights, block_at=None):
+    """A scene of single grains at ``heights`` [m] above the floor (loose) and, optionally, a packed
+    3×3×3 block of touching grains centred at ``block_at``."""
+    from engine.scene import setup_from_arrays
+
+    r = 0.005
+    loose = np.array([[0.1 + 0.03 * i, h, 0.5] for i, h in enumerate(heights)])
+    parts = [loose]
+    if block_at is not None:
+        grid = np.stack(np.meshgrid(*[np.arange(3)] * 3, indexing="ij"), -1).reshape(-1, 3) * 2 * r
+        parts.append(grid - grid.mean(0) + np.asarray(block_at))
+    positions = np.concatenate(parts)
+    return setup_from_arrays(positions=positions, radius=np.full(len(positions), r), stiffness=1e4, dt=1e-4)
+
+
+def test_loose_grains_land_when_their_fall_is_done_and_packed_ones_count_as_piled(tmp_path):
+    setup = _cloud_and_block(tmp_path, heights=[0.2, 0.45, 0.8], block_at=(0.5, 0.5, 0.5))
+    share, landing = loose_landing_times(setup)
+    assert share == pytest.approx(3 / 30)  # the 27 grains of the block touch their neighbours
+    fall = np.array([0.2, 0.45, 0.8]) - 0.005  # to the floor y = 0, less a radius
+    assert np.sort(landing) == pytest.approx(np.sqrt(2 * fall / 9.81), rel=1e-6)
+
+
+def test_a_pour_costs_the_start_until_grains_land_then_what_a_pile_costs():
+    """Half the grains land at 0.1 s, half at 0.3 s (fps 10: frames centred at 0.05, 0.15, 0.25, 0.35 s)."""
+    costs = frame_costs(frames=4, steps_per_frame=100, fps=10.0, start_step=1e-3, packed_step=4e-3,
+                        landing=np.array([0.1, 0.1, 0.3, 0.3]))
+    assert costs == pytest.approx((0.1, 0.25, 0.25, 0.4))
+    flat = frame_costs(frames=2, steps_per_frame=100, fps=10.0, start_step=1e-3, packed_step=1e-3,
+                       landing=np.zeros(0))
+    assert flat == pytest.approx((0.1, 0.1))
+
+
+def test_the_packed_probe_touches_like_a_pile_and_moves_nothing():
+    """The packed probe's grains touch about four others each (a settled pile: 4.4–4.9,
+    docs/physics.md; the poured cloud: ~0), stand on the floor inside the domain, without glue; its
+    springs are too soft to move anything."""
+    from scipy.spatial import cKDTree
+
+    setup = setup_from_preset(load_preset(SAND), particles=2000)
+    model, state = packed_state(setup)
+    p, r = state.positions.astype(np.float64), model.radius.astype(np.float64)
+    pairs = cKDTree(p).query_pairs(2 * r.max(), output_type="ndarray")
+    touching = np.linalg.norm(p[pairs[:, 0]] - p[pairs[:, 1]], axis=1) <= r[pairs[:, 0]] + r[pairs[:, 1]]
+    coordination = 2 * touching.sum() / len(p)
+    assert 3.0 <= coordination <= 8.0, coordination
+    lo, hi = np.asarray(model.physics.domain.lo), np.asarray(model.physics.domain.hi)
+    assert np.all(p - r[:, None] >= lo - 1e-6) and np.all(p + r[:, None] <= hi + 1e-6)
+    assert p[:, 1].min() == pytest.approx(r[np.argmin(p[:, 1])], abs=1e-6)  # the lowest rests on the floor
+    assert p[:, 1].max() < 0.5 * (hi[1] - lo[1])  # piled, not in the air where the cloud started
+    assert model.physics.stiffness == pytest.approx(setup.model.physics.stiffness * 1e-6)
+    assert model.physics.bodies == () and PACKED_SPACING < 1.0
+
+
+def test_grains_poured_over_a_bowl_are_packed_into_it():
+    """bowl_pour's cloud falls into the bowl collider (rim at y = 0.32 m, radius 0.15 m), not through
+    it onto the floor: the probe times the grains that rest on the collider."""
+    setup = setup_from_preset(load_preset(SAND.with_name("bowl_pour.toml")), particles=1000)
+    model, state = packed_state(setup)
+    y = state.positions[:, 1]
+    assert model.colliders is not None and len(model.colliders) == 1
+    assert np.mean((y > 0.17) & (y < 0.5)) > 0.9, np.percentile(y, [5, 50, 95])
+    share, landing = loose_landing_times(setup)
+    assert share == 1.0 and np.all(landing < np.sqrt(2 * 0.8 / 9.81))  # caught by the bowl, before the floor
+
+
+def test_the_running_bake_rescales_what_is_left():
+    """Frames done twice as slowly as predicted: what is left takes twice its prediction; the shape of
+    the prediction (dearer frames later) is kept."""
+    estimate = BakeEstimate(particle_count=10, dt=1e-4, stiffness=1e3, steps_per_frame=100, expected_overlap=0.01,
+                            impact_speed=1.0, seconds_per_step=1e-3, frames=4, warmup_seconds=0.0, backend="cpu",
+                            packed_seconds_per_step=3e-3, frame_seconds=(0.1, 0.1, 0.3, 0.3))
+    assert estimate.bake_seconds == pytest.approx(0.8)
+    assert estimate.remaining_seconds(0, 0.0) == pytest.approx(0.8)
+    assert estimate.remaining_seconds(2, 0.4) == pytest.approx(2 * 0.6)
+    assert estimate.remaining_seconds(2.5, 0.25) == pytest.approx(0.45 * 0.25 / 0.35)
+    assert estimate.remaining_seconds(4, 1.0) == pytest.approx(0.0)
+    assert "3 ms per step once piled" in estimate.lines()[-1] or "3 once piled" in estimate.lines()[-1]
