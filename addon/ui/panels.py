@@ -24,6 +24,7 @@ class MOCHI_PT_object(_PhysicsPanel, bpy.types.Panel):
         layout = self.layout
         layout.use_property_split = True
         settings = context.object.mochi
+        layout.operator("mochi.quick_grains", icon="POINTCLOUD_DATA")
         layout.prop(settings, "role")
         if settings.role == "SOURCE":
             self.draw_source(layout, settings)
@@ -34,6 +35,7 @@ class MOCHI_PT_object(_PhysicsPanel, bpy.types.Panel):
 
     @staticmethod
     def draw_source(layout, s):
+        layout.menu("MOCHI_MT_looks", icon="MATERIAL")
         col = layout.column()
         col.prop(s, "size_mode")
         col.prop(s, "radius" if s.size_mode == "RADIUS" else "count")
@@ -90,7 +92,9 @@ class MOCHI_PT_simulation(_PhysicsPanel, bpy.types.Panel):
     bl_label = "Mochi Simulation"
 
     def draw_header_preset(self, _context):
-        self.layout.menu("MOCHI_MT_presets", text="", icon="PRESET")
+        row = self.layout.row(align=True)
+        row.menu("MOCHI_MT_looks", text="", icon="MATERIAL")
+        row.menu("MOCHI_MT_presets", text="", icon="PRESET")
 
     def draw(self, context):
         layout = self.layout
