@@ -5,6 +5,7 @@ operators/   Pack, Bake, Resume, Cancel, Free Bake, Open Cache Folder, Apply Pre
 ui/          Physics-tab panels, preset menu, status-bar progress
 snapshot.py  Blender → frozen settings (settings.py) in the main thread; colliders.py captures colliders per frame
 bake_job.py  the worker thread (no bpy); bake_monitor.py follows it from the main thread
+bake_state.py where the bake stands (idle, baked, out of date) for the bake panel
 playback.py  geometry-nodes playback of a cache and pack previews; render_check.py stops a render
              whose cache frame is missing
 cli.py       `blender -b scene.blend -c mochi bake|render-preview`; headless.py does the same from the bpy module
@@ -15,9 +16,9 @@ draw function, the file-load handlers and the command-line command.
 
 import bpy
 
-from . import operators, preferences, properties, render_check, ui
+from . import bake_state, operators, preferences, properties, render_check, ui
 
-MODULES = (preferences, properties, operators, ui, render_check)
+MODULES = (preferences, properties, operators, ui, render_check, bake_state)
 
 _cli_handle = None
 

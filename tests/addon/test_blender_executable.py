@@ -202,7 +202,7 @@ def test_saved_blend_bakes_from_the_command_line(baked):
     written = [line for line in output.splitlines() if line.startswith("Mochi: frame")]
     assert [line.split()[2] for line in written] == [str(f) for f in range(1, FRAMES + 1)]
     assert f"mochi: Baked {FRAMES} frames" in output
-    frames = sorted((work / "mochi_cache").glob("frame_*.ply"))
+    frames = sorted((work / "mochi_scene").glob("frame_*.ply"))
     assert [p.name for p in frames] == [f"frame_{f:04d}.ply" for f in range(1, FRAMES + 1)]
 
 

@@ -116,7 +116,9 @@ def count_draw() -> None:
 
 def frame_files() -> dict[str, int]:
     """Cache frame file name -> modification time [ns]."""
-    folder = Path(bpy.path.abspath(bpy.context.scene.mochi.cache_directory))
+    from importlib import import_module
+
+    folder = import_module(f"{PACKAGE}.addon.snapshot").cache_folder(bpy.context.scene)
     return {p.name: p.stat().st_mtime_ns for p in sorted(folder.glob("frame_*.ply"))}
 
 
