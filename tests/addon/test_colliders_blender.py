@@ -139,11 +139,11 @@ def test_a_collider_whose_topology_changes_is_refused(grains_over_a_plane):
     assert not (mochi_module("addon.snapshot").cache_folder(scene) / "manifest.json").exists()
 
 
-def test_a_collider_cannot_be_packed_as_a_particle_source(grains_over_a_plane):
+def test_a_collider_is_never_packed(grains_over_a_plane):
     _scene, plane = grains_over_a_plane
     select_only(plane)
     before = scene_state()
-    with pytest.raises(RuntimeError, match="'Floor' is a collider, so it cannot also be packed"):
+    with pytest.raises(RuntimeError, match="only domains, colliders"):
         bpy.ops.mochi.pack()
     assert scene_state() == before and plane.mochi.pack_preview is None
 
