@@ -156,7 +156,7 @@ def test_bake_refuses_an_unsaved_file_with_a_relative_cache(empty_scene):
 
     add_source("cube", location=(0, 0, 1), radius=0.1)
     add_domain()
-    _refused_bake("save the file first")
+    _refused_bake("(?i)save the (.blend )?file first")
 
 
 def test_bake_refuses_to_overwrite_and_free_asks_then_deletes(small_scene):

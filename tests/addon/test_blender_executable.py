@@ -300,3 +300,32 @@ def test_bake_button_in_the_event_loop(installed_user, tmp_path):
     if target := os.environ.get("MOCHI_SCREENSHOT_DIR"):  # scripts/test.sh --screenshots refreshes docs/
         for name in SCREENSHOTS:
             shutil.copy2(out / f"{name}.png", Path(target) / f"bake_button_{name}.png")
+
+
+@pytest.mark.skipif(shutil.which("xvfb-run") is None or shutil.which("xdotool") is None,
+                    reason="needs Xvfb (xvfb-run) and xdotool")
+def test_quick_grains_in_the_window(installed_user, tmp_path):
+    """Quick Grains on the default cube in a real window: a source, a wire domain kept out of renders,
+    the per-file cache folder, and the panel as a user sees it (screenshots)."""
+    out = tmp_path / "ui"
+    out.mkdir()
+    command = ["xvfb-run", "--auto-servernum", "--server-args", "-screen 0 1100x1350x24",
+               bpy.app.binary_path, "--python", str(UI_SCRIPT), "--", str(out), "quick_grains"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "BLENDER_USER_RESOURCES": str(installed_user)})
+    log = result.stdout[-4000:] + result.stderr[-4000:]
+    assert (out / "report.json").is_file(), log
+    report = json.loads((out / "report.json").read_text())
+    assert report["error"] is None, report["error"] + log
+    steps = {step["step"]: step for step in report["steps"]}
+    assert steps["quick grains"]["result"] == ["FINISHED"]
+    scene = steps["scene"]
+    assert scene["role"] == "SOURCE" and scene["display"] in ("WIRE", "BOUNDS") and scene["hide_render"]
+    assert scene["cache"] == ""
+    names = ("quick_grains_source", "quick_grains_domain")
+    pixels = {name: png_pixels(out / f"{name}.png") for name in names}
+    for name, image in pixels.items():
+        assert image.std() > 0.02, f"the {name} screenshot is blank"
+    if target := os.environ.get("MOCHI_SCREENSHOT_DIR"):
+        for name in names:
+            shutil.copy2(out / f"{name}.png", Path(target) / f"{name}.png")

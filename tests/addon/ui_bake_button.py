@@ -1,6 +1,7 @@
 """Press Mochi's Bake button in a real Blender window, cancel with Esc, resume; screenshots on the way.
 
-Started by tests/addon/test_blender_ui.py as ``blender scene.blend --python ui_bake_button.py -- OUT``
+Started by tests/addon/test_blender_executable.py as ``blender scene.blend --python ui_bake_button.py -- OUT``
+(``-- OUT quick_grains``: Quick Grains on the startup file's cube instead, with screenshots of the panel)
 under Xvfb (Mesa's software OpenGL draws the UI). Everything happens from ``bpy.app.timers`` inside
 Blender's own event loop:
 
@@ -173,7 +174,32 @@ def finish() -> None:
     bpy.ops.wm.quit_blender()
 
 
-steps = run_steps()
+def quick_grains_steps():
+    """Quick Grains on the startup file's cube, as a user clicks it in the Mochi panel; screenshots of the
+    panel with the source active (OUT/quick_grains_source.png) and the domain active
+    (OUT/quick_grains_domain.png, its Bake panel idle)."""
+    scene = bpy.context.scene
+    cube = scene.objects["Cube"]
+    bpy.context.view_layer.objects.active = cube
+    cube.select_set(True)
+    override = properties_override()
+    window = override["window"]
+    subprocess.run(["xdotool", "mousemove", "--sync", str(window.x + 12), str(window.height - 12)], check=True)
+    override["area"].spaces.active.context = "PHYSICS"
+    with bpy.context.temp_override(**override):
+        log("quick grains", result=sorted(bpy.ops.mochi.quick_grains("INVOKE_DEFAULT")))
+        bpy.ops.screen.screen_full_area()
+    domain = next(o for o in scene.objects if o.mochi.role == "DOMAIN")
+    log("scene", role=cube.mochi.role, radius=cube.mochi.radius, domain=domain.name,
+        display=domain.display_type, hide_render=domain.hide_render, cache=scene.mochi.cache_directory)
+    yield 1.0
+    screenshot("quick_grains_source")
+    bpy.context.view_layer.objects.active = domain
+    yield 1.0
+    screenshot("quick_grains_domain")
+
+
+steps = quick_grains_steps() if sys.argv[-1] == "quick_grains" else run_steps()
 
 
 def tick():
