@@ -33,11 +33,14 @@ def _stop_bake_before_load(*_args):
 
 @bpy.app.handlers.persistent
 def _show_domains_after_load(*_args):
-    """Files made before domains were drawn as wire boxes: draw theirs so too, and keep them out of renders."""
+    """Files made before domains were drawn as wire boxes: draw theirs so too, and keep them out of renders;
+    files made before the per-file cache folder keep their bake in //mochi_cache."""
     from .quick_setup import show_all_domains
+    from .snapshot import keep_legacy_cache
 
     for scene in bpy.data.scenes:
         show_all_domains(scene)
+        keep_legacy_cache(scene)
 
 
 def register():

@@ -151,6 +151,28 @@ def cache_folder(scene: bpy.types.Scene) -> Path:
     return Path(os.path.normpath(bpy.path.abspath(raw)))
 
 
+#: The cache folder every .blend defaulted to before the per-file default.
+LEGACY_CACHE_DIRECTORY = "//mochi_cache"
+
+
+def keep_legacy_cache(scene: bpy.types.Scene) -> bool:
+    """A file saved before the per-file default whose bake is in //mochi_cache (its manifest names this
+    file) keeps it there: the scene's empty setting becomes that folder again. True when it did."""
+    from ..engine.cache import read_manifest
+
+    if scene.mochi.cache_directory.strip() or not bpy.data.filepath:
+        return False
+    folder = Path(bpy.path.abspath(LEGACY_CACHE_DIRECTORY))
+    try:
+        manifest = read_manifest(folder) if folder.is_dir() else None
+    except MochiError:
+        return False
+    if manifest and manifest.get("blend_file") and same_file(str(manifest["blend_file"]), bpy.data.filepath):
+        scene.mochi.cache_directory = LEGACY_CACHE_DIRECTORY
+        return True
+    return False
+
+
 def same_file(a: str, b: str) -> bool:
     """Whether two paths name the same file (as far as the names tell; the files may be gone)."""
     return os.path.normcase(os.path.realpath(a)) == os.path.normcase(os.path.realpath(b))

@@ -77,3 +77,13 @@ def test_delete_bake_asks_naming_the_folder_and_frames(small_scene, tmp_path):
     assert question(small_scene) == f"Delete the 0 baked frames in '{tmp_path / 'mochi_scene'}' from disk?"
     _bake(small_scene)
     assert question(small_scene) == f"Delete the 4 baked frames in '{tmp_path / 'mochi_scene'}' from disk?"
+
+
+def test_a_file_baked_into_the_old_shared_folder_keeps_its_bake(small_scene, tmp_path):
+    small_scene.mochi.cache_directory = "//mochi_cache"
+    _bake(small_scene)
+    small_scene.mochi.cache_directory = ""  # as a file saved before the per-file default reads now
+    bpy.ops.wm.save_mainfile()
+    bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "scene.blend"))
+    assert bpy.context.scene.mochi.cache_directory == "//mochi_cache"
+    assert mochi_module("addon.snapshot").cache_folder(bpy.context.scene) == tmp_path / "mochi_cache"

@@ -178,6 +178,7 @@ def quick_grains_steps():
     """Quick Grains on the startup file's cube, as a user clicks it in the Mochi panel; screenshots of the
     panel with the source active (OUT/quick_grains_source.png) and the domain active
     (OUT/quick_grains_domain.png, its Bake panel idle)."""
+    bpy.ops.wm.save_as_mainfile(filepath=str(OUT / "quick.blend"))  # a saved file: its own cache folder
     scene = bpy.context.scene
     cube = scene.objects["Cube"]
     bpy.context.view_layer.objects.active = cube
