@@ -306,12 +306,13 @@ def test_bake_button_in_the_event_loop(installed_user, tmp_path):
                     reason="needs Xvfb (xvfb-run) and xdotool")
 def test_quick_grains_in_the_window(installed_user, tmp_path):
     """Quick Grains on the default cube in a real window: a source, a wire domain kept out of renders,
-    the per-file cache folder, and the panel as a user sees it (screenshots)."""
+    the per-file cache folder, and the panel as a user sees it (screenshots), then a short bake: the
+    panel's baked and out-of-date states."""
     out = tmp_path / "ui"
     out.mkdir()
     command = ["xvfb-run", "--auto-servernum", "--server-args", "-screen 0 1100x1350x24",
-               bpy.app.binary_path, "--python", str(UI_SCRIPT), "--", str(out), "quick_grains"]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=300,
+               bpy.app.binary_path, "--python", str(UI_SCRIPT), "--", str(out), "quick_grains", "bake"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=500,
                             env={**os.environ, "BLENDER_USER_RESOURCES": str(installed_user)})
     log = result.stdout[-4000:] + result.stderr[-4000:]
     assert (out / "report.json").is_file(), log
@@ -322,10 +323,14 @@ def test_quick_grains_in_the_window(installed_user, tmp_path):
     scene = steps["scene"]
     assert scene["role"] == "SOURCE" and scene["display"] in ("WIRE", "BOUNDS") and scene["hide_render"]
     assert scene["cache"] == ""
-    names = ("quick_grains_source", "quick_grains_domain")
+    assert steps["invoke bake"]["result"] == ["RUNNING_MODAL"]
+    assert (out / "mochi_quick" / "manifest.json").is_file()  # the per-file folder of quick.blend
+    names = ("quick_grains_source", "quick_grains_domain", "bake_state_baked", "bake_state_out_of_date")
     pixels = {name: png_pixels(out / f"{name}.png") for name in names}
     for name, image in pixels.items():
         assert image.std() > 0.02, f"the {name} screenshot is blank"
+    # The out-of-date lines are drawn under the summary: the two baked screenshots differ.
+    assert np.abs(pixels["bake_state_out_of_date"] - pixels["bake_state_baked"]).max() > 0.1
     if target := os.environ.get("MOCHI_SCREENSHOT_DIR"):
         for name in names:
             shutil.copy2(out / f"{name}.png", Path(target) / f"{name}.png")

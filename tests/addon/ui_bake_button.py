@@ -198,9 +198,24 @@ def quick_grains_steps():
     bpy.context.view_layer.objects.active = domain
     yield 1.0
     screenshot("quick_grains_domain")
+    if "bake" not in sys.argv[sys.argv.index("--"):]:
+        return
+    # A short bake of a few large grains, then the panel's baked and out-of-date states.
+    cube.mochi.radius = 0.25
+    scene.mochi.frame_end = 3  # sets the Mochi range: Use Scene Range turns off
+    with bpy.context.temp_override(**properties_override()):
+        log("invoke bake", result=sorted(bpy.ops.mochi.bake("INVOKE_DEFAULT")))
+    job = job_module().current_job()
+    while job is not None and job_module().current_job() is not None:
+        yield 0.2
+    yield 1.0
+    screenshot("bake_state_baked")
+    cube.mochi.friction = 0.9
+    yield 1.0
+    screenshot("bake_state_out_of_date")
 
 
-steps = quick_grains_steps() if sys.argv[-1] == "quick_grains" else run_steps()
+steps = quick_grains_steps() if "quick_grains" in sys.argv[sys.argv.index("--"):] else run_steps()
 
 
 def tick():
