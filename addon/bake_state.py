@@ -33,7 +33,7 @@ class BakeState:
             bake), or 'UNAVAILABLE' (no usable cache folder: ``reason`` says why).
         folder: Absolute cache folder, or None when there is none.
         frames: Frames in the cache.
-        frames_total: Frames the bake was asked for (the scene's range when the manifest does not say).
+        frames_total: Frames of the scene's bake range (what Resume bakes up to).
         grains: Grains in the bake.
         size_bytes: Size of the bake's files on disk [bytes].
         seconds: Time spent baking [s], or None when unknown.
@@ -174,7 +174,9 @@ def _compute(context) -> BakeState:
     if manifest is None or int(manifest.get("frames_completed", 0)) < 1:
         return BakeState("IDLE", folder=folder, frames_total=scene.mochi.frame_count())
     frames = int(manifest["frames_completed"])
-    total = int(manifest.get("frames_total") or scene.mochi.frame_count())
+    # Complete against the scene's range, which Resume bakes up to: raising the end frame after a bake
+    # makes it incomplete, and Resume extends it.
+    total = scene.mochi.frame_count()
     summary = dict(folder=folder, frames=frames, frames_total=total, grains=int(manifest.get("particle_count", 0)),
                    size_bytes=folder_size(folder), seconds=manifest_seconds(manifest))
     try:

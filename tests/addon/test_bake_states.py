@@ -50,14 +50,15 @@ def test_a_changed_setting_makes_the_bake_out_of_date_naming_it(small_scene):
 
 
 def test_an_incomplete_bake_offers_resume_and_a_complete_one_does_not(small_scene):
-    _bake(frames=2)
+    _bake(frames=2)  # 2 of the scene's 4 frames, as a cancelled bake leaves it
     state = _state()
-    assert state.kind == "BAKED" and state.frames == 2 and state.frames_total == 2 and state.complete
-    # The scene asks for more frames than were baked: the manifest says 2 were asked, so it is complete
-    # as baked; Resume (which extends it) is refused by the engine's own check otherwise.
+    assert state.kind == "BAKED" and state.frames == 2 and state.frames_total == 4 and not state.complete
     assert bpy.ops.mochi.bake_resume() == {"FINISHED"}
     state = _state()
     assert state.frames == 4 and state.frames_total == 4 and state.complete
+    small_scene.mochi.frame_end = 6  # a longer range: Resume extends the bake
+    state = _state()
+    assert not state.complete and state.frames_total == 6
 
 
 def test_a_cancelled_bake_is_incomplete(small_scene):
