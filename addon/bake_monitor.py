@@ -14,7 +14,8 @@ import bpy
 from ..engine.errors import MochiError
 from . import bake_job, playback
 from .settings import MANIFEST_INFO_KEYS
-from .snapshot import backend_name, cache_folder, check_writable, scene_blender_to_settings
+from .snapshot import (backend_name, cache_directory_setting, cache_folder, check_bake_owner, check_writable,
+                       scene_blender_to_settings)
 
 
 @dataclass
@@ -51,7 +52,7 @@ class BakeMonitor:
         if frame > self.frames_seen and scene is not None and playback.playback_supported():
             obj = scene.mochi.playback_object
             if obj is None or obj.name not in scene.objects:
-                playback.ensure_playback_object(scene, scene.mochi.cache_directory,
+                playback.ensure_playback_object(scene, cache_directory_setting(scene),
                                                 start_frame=self.start_frame, last_frame=frame)
             else:
                 playback.set_last_frame(obj, frame)
@@ -84,6 +85,18 @@ class BakeMonitor:
         return BakeOutcome("INFO", f"Baked {frames} frames to '{self.job.folder}'.", frames)
 
 
+def bake_timing_info(manifest: dict | None, total: int) -> dict:
+    """Manifest entries for the bake panel's summary: the frames asked for, and when the bake started
+    (for a resume, moved later by the pause, so that the manifest's last update minus it is the time
+    spent baking)."""
+    from .bake_state import manifest_seconds
+
+    started = time.time()
+    if manifest is not None:
+        started -= manifest_seconds(manifest) or 0.0
+    return {"frames_total": int(total), "bake_started": started}
+
+
 def start_bake(context, *, resume: bool, frames: int | None = None, backend: str | None = None,
                confirm_above: float | None = None) -> BakeMonitor:
     """Snapshot the scene, check it, and start the worker; changes nothing on failure.
@@ -112,6 +125,7 @@ def start_bake(context, *, resume: bool, frames: int | None = None, backend: str
     folder = cache_folder(scene)
     check_writable(folder)
     manifest = read_manifest(folder) if folder.is_dir() else None
+    check_bake_owner(folder, manifest)
     completed = int(manifest.get("frames_completed", 0)) if manifest else 0
     if resume:
         if completed < 1:
@@ -128,6 +142,7 @@ def start_bake(context, *, resume: bool, frames: int | None = None, backend: str
             raise MochiError(f"'{folder}' already holds a bake of {completed} frames; free it or resume it.")
         info = settings.manifest_info()
         inputs = settings.fingerprint()
+    info.update(bake_timing_info(manifest if resume else None, total))
     job = bake_job.start_job(folder, frames=total, backend=backend_name(scene, backend), settings=settings,
                              info=info, inputs=inputs, confirm_above=confirm_above)
     start = scene.mochi.frame_start

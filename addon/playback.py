@@ -37,6 +37,10 @@ RANDOM_ATTRIBUTE = "mochi_random"
 KEY_ATTRIBUTE = "mochi_id"
 #: Custom property on the objects Mochi hid from renders (shown again by Free Bake).
 HIDDEN_TAG = "mochi_hid_render"
+#: Tag of the sources and previews a bake hid in the viewport (Delete Bake shows them again).
+VIEWPORT_HIDDEN_TAG = "mochi_hid_viewport"
+#: The pack preview's own material: a pale blue, so a preview is never taken for baked grains.
+PREVIEW_MATERIAL_NAME = "Mochi Pack Preview"
 
 
 def playback_supported() -> bool:
@@ -415,23 +419,45 @@ def apply_display_settings(scene: bpy.types.Scene) -> None:
     obj.update_tag()
 
 
+def _set_hidden(obj: bpy.types.Object, hidden: bool) -> bool:
+    """Hide or show ``obj`` in the viewport (the eye of the outliner, in every view layer that has it);
+    False when no view layer could (an object outside the view layers)."""
+    done = False
+    for scene in bpy.data.scenes:
+        for layer in scene.view_layers:
+            try:
+                obj.hide_set(hidden, view_layer=layer)
+                done = True
+            except RuntimeError:  # not in this view layer
+                continue
+    return done
+
+
 def hide_sources_from_render(scene: bpy.types.Scene) -> None:
-    """Hide the scene's particle sources and pack previews from renders while a bake exists (the grains
-    render instead); the objects Mochi hid are tagged so that ``restore_render_visibility`` shows them."""
+    """Hide the scene's particle sources and pack previews from renders and from the viewport while a
+    bake exists (the baked grains show instead, not a second copy floating where they started); the
+    objects Mochi hid are tagged so that ``restore_render_visibility`` shows them again."""
     for obj in scene.objects:
         preview = obj.mochi.role == "SOURCE" and obj.mochi.pack_preview
         for target in (obj, preview) if obj.mochi.role == "SOURCE" else ():
-            if target and not target.hide_render:
+            if not target:
+                continue
+            if not target.hide_render:
                 target.hide_render = True
                 target[HIDDEN_TAG] = True
+            if not target.hide_get() and _set_hidden(target, True):
+                target[VIEWPORT_HIDDEN_TAG] = True
 
 
 def restore_render_visibility(scene: bpy.types.Scene) -> None:
-    """Show again in renders what ``hide_sources_from_render`` hid (Free Bake)."""
+    """Show again, in renders and the viewport, what ``hide_sources_from_render`` hid (Delete Bake)."""
     for obj in scene.objects:
         if obj.get(HIDDEN_TAG):
             obj.hide_render = False
             del obj[HIDDEN_TAG]
+        if obj.get(VIEWPORT_HIDDEN_TAG):
+            _set_hidden(obj, False)
+            del obj[VIEWPORT_HIDDEN_TAG]
 
 
 def folder_for_node(folder: str) -> str:
@@ -516,6 +542,24 @@ def show_packing(scene: bpy.types.Scene, source: bpy.types.Object, positions: np
     preview.hide_render = True  # a viewport preview; the bake is what renders
     modifier = preview.modifiers.new("Mochi Points", "NODES")
     modifier.node_group = _group(POINTS_GROUP, build_points_group)
-    compat.modifier_input_set(modifier, INPUT_MATERIAL, grain_material())
+    compat.modifier_input_set(modifier, INPUT_MATERIAL, preview_material())
     source.mochi.pack_preview = preview
+    _set_hidden(source, True)  # the preview replaces the mesh it was packed from
     return preview
+
+
+def preview_material() -> bpy.types.Material:
+    """The pack previews' material (created once per .blend): pale blue, unlike any baked grain's."""
+    material = bpy.data.materials.get(PREVIEW_MATERIAL_NAME)
+    if material is None:
+        material = bpy.data.materials.new(PREVIEW_MATERIAL_NAME)
+        material.diffuse_color = PREVIEW_COLOUR
+        if compat.needs_use_nodes():
+            material.use_nodes = True
+        bsdf = material.node_tree.nodes.get("Principled BSDF") if material.node_tree else None
+        if bsdf is not None:
+            bsdf.inputs["Base Color"].default_value = PREVIEW_COLOUR
+    return material
+
+
+PREVIEW_COLOUR = (0.35, 0.6, 0.95, 1.0)

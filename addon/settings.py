@@ -16,7 +16,8 @@ import numpy as np
 #: Manifest key telling playback which axis is up in a cache; Blender bakes are Z-up, engine presets Y-up.
 UP_AXIS_KEY = "up_axis"
 #: Manifest entries written by the add-on (kept when a bake is resumed).
-MANIFEST_INFO_KEYS = (UP_AXIS_KEY, "blender_scene", "blend_file", "frame_start_scene", "objects", "collider_objects")
+MANIFEST_INFO_KEYS = (UP_AXIS_KEY, "blender_scene", "blend_file", "frame_start_scene", "objects", "collider_objects",
+                      "frames_total", "bake_started")
 
 
 @dataclass(frozen=True, eq=False)

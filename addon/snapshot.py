@@ -118,19 +118,92 @@ def _vector(values):
     return Vector(values)
 
 
+#: The default cache folder, beside the .blend and named after it, as Blender's own //blendcache_<name>:
+#: two .blend files in one folder never share a bake.
+DEFAULT_CACHE_PREFIX = "mochi_"
+
+
+def default_cache_directory() -> str:
+    """``//mochi_<blend file stem>``, or '' when the file is unsaved (it has no name to put a bake beside)."""
+    if not bpy.data.filepath:
+        return ""
+    return "//" + DEFAULT_CACHE_PREFIX + Path(bpy.data.filepath).stem
+
+
+def cache_directory_setting(scene: bpy.types.Scene) -> str:
+    """The cache folder as the scene means it: its own setting, or the per-file default when empty."""
+    return scene.mochi.cache_directory.strip() or default_cache_directory()
+
+
 def cache_folder(scene: bpy.types.Scene) -> Path:
     """Absolute cache folder of a scene.
 
     Raises:
-        MochiError: the folder is relative to an unsaved .blend, or empty.
+        MochiError: the folder is relative to an unsaved .blend (or is the per-file default of one).
     """
-    raw = scene.mochi.cache_directory.strip()
+    raw = cache_directory_setting(scene)
     if not raw:
-        raise MochiError("Choose a cache folder in the Mochi bake panel.")
+        raise MochiError("Save the .blend file first: its bake goes beside it in 'mochi_<file name>' "
+                         "(or choose a cache folder in the Mochi bake panel).")
     if raw.startswith("//") and not bpy.data.filepath:
         raise MochiError("The cache folder is relative to the .blend file; save the file first or "
                          "choose an absolute folder.")
     return Path(os.path.normpath(bpy.path.abspath(raw)))
+
+
+#: The cache folder every .blend defaulted to before the per-file default.
+LEGACY_CACHE_DIRECTORY = "//mochi_cache"
+
+
+def keep_legacy_cache(scene: bpy.types.Scene) -> bool:
+    """A file saved before the per-file default whose bake is in //mochi_cache (its manifest names this
+    file) keeps it there: the scene's empty setting becomes that folder again. True when it did."""
+    from ..engine.cache import read_manifest
+
+    if scene.mochi.cache_directory.strip() or not bpy.data.filepath:
+        return False
+    folder = Path(bpy.path.abspath(LEGACY_CACHE_DIRECTORY))
+    try:
+        manifest = read_manifest(folder) if folder.is_dir() else None
+    except MochiError:
+        return False
+    if manifest and manifest.get("blend_file") and same_file(str(manifest["blend_file"]), bpy.data.filepath):
+        scene.mochi.cache_directory = LEGACY_CACHE_DIRECTORY
+        return True
+    return False
+
+
+def same_file(a: str, b: str) -> bool:
+    """Whether two paths name the same file (as far as the names tell; the files may be gone)."""
+    return os.path.normcase(os.path.realpath(a)) == os.path.normcase(os.path.realpath(b))
+
+
+def check_bake_owner(folder: Path, manifest: dict | None) -> None:
+    """Refuse a cache folder that holds the bake of another .blend file, naming it: baking, resuming or
+    freeing it would overwrite or delete that file's grains.
+
+    Raises:
+        MochiError: the manifest names another .blend file.
+    """
+    owner = str((manifest or {}).get("blend_file") or "")
+    if owner and bpy.data.filepath and not same_file(owner, bpy.data.filepath):
+        raise MochiError(f"The cache folder '{folder}' holds the bake of '{owner}'; choose another cache "
+                         "folder for this file (an empty one gives it its own).")
+
+
+def is_outside_blend_folder(scene: bpy.types.Scene) -> bool:
+    """Whether the scene bakes into an absolute folder outside the .blend's own folder (a file opened from
+    elsewhere could then write or delete files anywhere): Bake asks first."""
+    raw = cache_directory_setting(scene)
+    if not raw or raw.startswith("//") or not bpy.data.filepath:
+        return False
+    try:
+        folder = cache_folder(scene)
+    except MochiError:
+        return False
+    home = Path(os.path.realpath(os.path.dirname(bpy.data.filepath)))
+    target = Path(os.path.realpath(folder))
+    return target != home and home not in target.parents
 
 
 def check_writable(folder: Path) -> None:
@@ -156,7 +229,8 @@ def backend_name(scene: bpy.types.Scene, override: str | None = None) -> str:
     return override or scene.mochi.backend
 
 
-def scene_blender_to_settings(context, *, frame_count: int | None = None) -> BakeSettings:
+def scene_blender_to_settings(context, *, frame_count: int | None = None,
+                              with_colliders: bool = True) -> BakeSettings:
     """Snapshot everything a bake needs from the scene.
 
     Raises:
@@ -202,7 +276,8 @@ def scene_blender_to_settings(context, *, frame_count: int | None = None) -> Bak
                                 for o in sources)
     from .colliders import colliders_blender_to_settings
 
-    colliders = colliders_blender_to_settings(context, [o for o in objects if o.mochi.role == "COLLIDER"],
+    # Without colliders (the out-of-date check of the bake panel): capturing them steps through frames.
+    colliders = () if not with_colliders else colliders_blender_to_settings(context, [o for o in objects if o.mochi.role == "COLLIDER"],
                                               frame_start=s.frame_start, frame_count=frames, fps=fps)
     return BakeSettings(simulation=replace(simulation, fields=translation.fields), domain=domain,
                         sources=source_settings, colliders=colliders, notes=translation.notes)

@@ -1,10 +1,12 @@
-"""Operators: Pack, Bake/Resume/Cancel, Free Bake, Open Cache Folder, presets, Export USD/Alembic, Save Flamenco Job Types."""
+"""Operators: Pack, Bake/Resume/Cancel, Free Bake, Open Cache Folder, presets, Export USD/Alembic, Save Flamenco Job Types,
+Quick Grains, Add Mochi Bunny, Apply Look."""
 
 import bpy
 
-from . import bake, cache, export, farm, fields, pack, presets
+from . import bake, cache, export, farm, fields, pack, presets, quick
 
-CLASSES = (*pack.CLASSES, *bake.CLASSES, *cache.CLASSES, *presets.CLASSES, *fields.CLASSES, *export.CLASSES, *farm.CLASSES)
+CLASSES = (*pack.CLASSES, *bake.CLASSES, *cache.CLASSES, *presets.CLASSES, *fields.CLASSES, *export.CLASSES, *farm.CLASSES,
+           *quick.CLASSES)
 
 
 def register():
@@ -12,9 +14,11 @@ def register():
         bpy.utils.register_class(cls)
     export.register_menu()
     farm.register_menu()
+    quick.register_menu()
 
 
 def unregister():
+    quick.unregister_menu()
     farm.unregister_menu()
     export.unregister_menu()
     for cls in reversed(CLASSES):

@@ -20,6 +20,7 @@ def redraw_progress(context) -> None:
 
 class _BakeBase:
     resume = False
+    modal_after_confirm = False  # a property of Bake; Resume never asks
 
     _monitor = None
     _timer = None
@@ -45,8 +46,12 @@ class _BakeBase:
         return {"FINISHED"} if outcome.level != "ERROR" else {"CANCELLED"}
 
     def execute(self, context):
-        """Without a window (scripts, background mode): bake and wait, printing a line per frame."""
+        """Without a window (scripts, background mode): bake and wait, printing a line per frame. After the
+        confirmation of a bake outside the project (a window is open), the bake runs in the background."""
         from ..bake_monitor import run_blocking
+
+        if self.modal_after_confirm and context.window is not None:
+            return self._start_modal(context)
 
         self._monitor = self._start(context)
         if self._monitor is None:
@@ -55,9 +60,22 @@ class _BakeBase:
         self.report({outcome.level}, outcome.message)
         return {"FINISHED"} if outcome.level != "ERROR" else {"CANCELLED"}
 
-    def invoke(self, context, _event):
+    def invoke(self, context, event):
+        from ..snapshot import cache_folder, is_outside_blend_folder
+
         if context.window is None:
             return self.execute(context)
+        if not self.resume and is_outside_blend_folder(context.scene):
+            # A .blend opened from elsewhere may name any folder: baking there writes (and a later
+            # Delete Bake deletes) files outside the project, so the user says yes first.
+            self.modal_after_confirm = True
+            return context.window_manager.invoke_confirm(
+                self, event, title="Bake Outside the Project?", confirm_text="Bake",
+                message=f"This file bakes into '{cache_folder(context.scene)}', outside the .blend's folder. "
+                        "Bake there?")
+        return self._start_modal(context)
+
+    def _start_modal(self, context):
         self._monitor = self._start(context, ask=True)  # a long bake waits for a go in the panel
         if self._monitor is None:
             return {"CANCELLED"}
@@ -97,6 +115,11 @@ class MOCHI_OT_bake(_BakeBase, bpy.types.Operator):
     bl_idname = "mochi.bake"
     bl_label = "Bake"
     bl_options = {"REGISTER", "UNDO"}  # one undo step for the playback object the bake adds
+
+    modal_after_confirm: bpy.props.BoolProperty(
+        name="Background After Confirmation", description="Set by the confirmation of a bake outside the "
+        "project: the confirmed bake runs in the background as a clicked one does",
+        default=False, options={"HIDDEN", "SKIP_SAVE"})
 
 
 class MOCHI_OT_bake_resume(_BakeBase, bpy.types.Operator):

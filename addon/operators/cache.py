@@ -5,30 +5,54 @@ from __future__ import annotations
 import bpy
 
 
+def delete_bake_question(scene) -> str:
+    """The Delete Bake confirmation: which folder, how many frames.
+
+    Raises:
+        MochiError: no usable cache folder, or a damaged manifest.
+    """
+    from ...engine.cache import read_manifest
+    from ..snapshot import cache_folder
+
+    folder = cache_folder(scene)
+    manifest = read_manifest(folder) if folder.is_dir() else None
+    frames = int(manifest.get("frames_completed", 0)) if manifest else 0
+    return f"Delete the {frames} baked frame{'s' if frames != 1 else ''} in '{folder}' from disk?"
+
+
 class MOCHI_OT_free_bake(bpy.types.Operator):
     """Delete the bake in the cache folder (frames, manifest, contact history, colliders) and the playback object"""
 
     bl_idname = "mochi.free_bake"
-    bl_label = "Free Bake"
+    bl_label = "Delete Bake"
     bl_options = {"REGISTER", "UNDO"}
 
     def invoke(self, context, event):
-        return context.window_manager.invoke_confirm(self, event, title="Free Mochi Bake",
-                                                     message="Delete every frame of the bake from disk?",
-                                                     confirm_text="Delete")
+        from ...engine.errors import MochiError
+
+        try:
+            question = delete_bake_question(context.scene)
+        except MochiError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        return context.window_manager.invoke_confirm(self, event, title="Delete Mochi Bake",
+                                                     confirm_text="Delete", message=question)
 
     def execute(self, context):
         from ...engine.bake import free_bake
+        from ...engine.cache import read_manifest
         from ...engine.errors import MochiError
         from .. import playback
         from ..bake_job import current_job
-        from ..snapshot import cache_folder
+        from ..snapshot import cache_folder, check_bake_owner
 
         if current_job() is not None:
             self.report({"ERROR"}, "A Mochi bake is running; cancel it before freeing the cache.")
             return {"CANCELLED"}
         try:
             folder = cache_folder(context.scene)
+            if folder.is_dir():  # never another .blend's bake, whose grains that file still plays back
+                check_bake_owner(folder, read_manifest(folder))
             free_bake(folder)  # refused while another process bakes into the folder
         except MochiError as exc:
             self.report({"ERROR"}, str(exc))

@@ -35,8 +35,27 @@ def estimated_sphere_count(source) -> int:
     return int(HCP_FRACTION * ((volume - skin) / (sphere * r ** 3) + skin / (sphere * small ** 3)))
 
 
+def pack_candidates(context) -> list:
+    """The selected objects, and the active one when it is a hidden source: a packed source is hidden
+    (its preview stands in for it) and cannot be selected, so packing it again goes through the panel
+    showing it."""
+    objects = list(context.selected_objects)
+    active = context.object
+    if active is not None and active not in objects and active.mochi.role == "SOURCE" and active.hide_get():
+        objects.append(active)
+    return objects
+
+
+def packable(objects) -> list:
+    """The objects Pack packs: never a domain or a collider (grains packed inside them would start in a
+    wall), nor Mochi's own previews and playback."""
+    previews = {o.mochi.pack_preview for o in objects if o.mochi.pack_preview is not None}
+    return [o for o in objects if o.mochi.role not in {"DOMAIN", "COLLIDER"} and o not in previews
+            and not o.get("mochi_playback") and not o.name.startswith("Mochi Playback")]
+
+
 class MOCHI_OT_pack(bpy.types.Operator):
-    """Pack the selected mesh objects with spheres as they are at the bake's first frame and show them as a point cloud (no simulation)"""
+    """Pack the selected particle sources with spheres as they are at the bake's first frame and show them as a point cloud in place of the mesh (no simulation; domains and colliders are left out)"""
 
     bl_idname = "mochi.pack"
     bl_label = "Pack"
@@ -46,14 +65,14 @@ class MOCHI_OT_pack(bpy.types.Operator):
         from ...engine.errors import MochiError
         from ..snapshot import source_blender_to_settings
 
-        if context.window is None or not context.selected_objects:
+        if context.window is None or not pack_candidates(context):
             return self.execute(context)
         scene = context.scene
         fps = scene.render.fps / scene.render.fps_base
         try:
             count = sum(estimated_sphere_count(source_blender_to_settings(o, context, frame_start=scene.mochi.frame_start,
                                                                           fps=fps))
-                        for o in context.selected_objects if o.mochi.role != "COLLIDER")
+                        for o in packable(pack_candidates(context)))
         except MochiError:
             return self.execute(context)  # execute reports the problem in one sentence
         if count <= PACK_CONFIRM_COUNT:
@@ -69,15 +88,15 @@ class MOCHI_OT_pack(bpy.types.Operator):
         from ..settings import pack_source
         from ..snapshot import source_blender_to_settings
 
-        selected = list(context.selected_objects)
-        if not selected:
+        everything = pack_candidates(context)
+        if not everything:
             self.report({"ERROR"}, "Select the mesh objects to pack first.")
             return {"CANCELLED"}
-        for obj in selected:
-            if obj.mochi.role == "COLLIDER":  # grains packed inside a collider would start inside it
-                self.report({"ERROR"}, f"'{obj.name}' is a collider, so it cannot also be packed as a particle "
-                            "source; set its role to Particle Source or deselect it.")
-                return {"CANCELLED"}
+        selected = packable(everything)
+        if not selected:
+            self.report({"ERROR"}, "Pack packs particle sources, and the selection holds only domains, "
+                        "colliders or Mochi's own objects; select a source (or use Quick Grains).")
+            return {"CANCELLED"}
         scene = context.scene
         fps = scene.render.fps / scene.render.fps_base
         try:
@@ -94,7 +113,10 @@ class MOCHI_OT_pack(bpy.types.Operator):
             playback.show_packing(scene, obj, result.positions, result.radius)
             total += len(result.radius)
         names = ", ".join(f"'{obj.name}'" for obj, _ in packed)
-        self.report({"INFO"}, f"Packed {names} into {total} spheres.")
+        left = len(everything) - len(selected)
+        skipped = f" ({left} domain or collider object{'s' if left != 1 else ''} left out)" if left else ""
+        self.report({"INFO"}, f"Packed {names} into {total:,} spheres{skipped}; the preview replaces "
+                    f"{'them' if len(packed) > 1 else 'it'} in the viewport.")
         return {"FINISHED"}
 
 

@@ -4,7 +4,7 @@ as a preset (addon.preset_export) into the user's preset folder, and remove user
 Presets are written in the engine's frame, Y up; Blender is Z up, so vectors and box sides are turned
 by +90° about X on the way in (engine (x, y, z) → Blender (x, −z, y)). A preset's emitters and domain
 box are scene content and stay as they are; its settings (time, gravity, walls, first material, frame
-count, seed, frame rate) and its fields (the engine's in the Fields panel, Blender's kinds as force-field
+count in the scene's frame rate, which it never changes, seed) and its fields (the engine's in the Fields panel, Blender's kinds as force-field
 objects) are applied.
 """
 
@@ -80,14 +80,16 @@ def apply_preset(preset, scene: bpy.types.Scene, active: bpy.types.Object | None
     to_blender = (lambda v: tuple(v)) if preset.up_axis == "Z" else vector_engine_to_blender
     sides = {s: s for s in SIDE_ENGINE_TO_BLENDER} if preset.up_axis == "Z" else SIDE_ENGINE_TO_BLENDER
     s = scene.mochi
-    s.frame_end = s.frame_start + preset.frames - 1
+    # The scene's frame rate is the artist's (a preset never changes it): the preset's duration is kept
+    # in the scene's frames instead.
+    scene_fps = scene.render.fps / scene.render.fps_base
+    s.frame_end = s.frame_start + max(1, round(preset.frames * scene_fps / preset.fps)) - 1
     s.seed = preset.seed
-    scene.render.fps = max(1, round(preset.fps))
-    scene.render.fps_base = scene.render.fps / preset.fps
     if preset.dt is not None:
         s.timestep_mode, s.dt = "FIXED", preset.dt
     elif preset.substeps is not None:
-        s.timestep_mode, s.substeps = "SUBSTEPS", preset.substeps
+        # Steps per scene frame that keep the preset's time step at the scene's frame rate.
+        s.timestep_mode, s.substeps = "SUBSTEPS", max(1, round(preset.substeps * preset.fps / scene_fps))
     else:
         s.timestep_mode = "AUTO"
     s.use_auto_stiffness = preset.stiffness is None

@@ -10,6 +10,13 @@ SIDE_ITEMS = (("-x", "-X", "No wall on the -X side"), ("+x", "+X", "No wall on t
               ("-z", "-Z", "No wall on the -Z side (the floor)"), ("+z", "+Z", "No wall on the +Z side"))
 
 
+def _role_changed(self, _context):
+    if self.role == "DOMAIN":  # a solid box would hide the grains and render as a grey cube
+        from ..quick_setup import show_domain
+
+        show_domain(self.id_data)
+
+
 class MochiObjectSettings(bpy.types.PropertyGroup):
     """What an object is to the simulation (Object.mochi)."""
 
@@ -20,7 +27,7 @@ class MochiObjectSettings(bpy.types.PropertyGroup):
                ("DOMAIN", "Domain Box", "Its bounding box is the simulation domain, with walls"),
                ("COLLIDER", "Collider",
                 "Grains collide with its surface as evaluated at every frame (animation and modifiers applied)")),
-        default="NONE")
+        default="NONE", update=_role_changed)
     # --- particle source ---
     size_mode: EnumProperty(
         name="Size", description="How the size of the grains is chosen",

@@ -1,4 +1,5 @@
-"""Scene-wide Mochi settings: gravity, time stepping, backend, frame range and cache folder."""
+"""Scene-wide Mochi settings: gravity, time stepping, backend, frame range (the scene's unless set) and
+cache folder (per .blend file unless set)."""
 
 from __future__ import annotations
 
@@ -39,6 +40,39 @@ def _playback_display_changed(self, context):
     from ..playback import apply_display_settings
 
     apply_display_settings(context.scene)
+
+
+# The Mochi frame range follows the scene's (as Blender's own caches do) until the user sets one here.
+# The getters read the scene's range while use_scene_range is on; the setters store the value and turn
+# it off, so every reader (snapshot, playback, presets, the command line) sees one range.
+_OWN_RANGE_DEFAULTS = {"frame_start": 1, "frame_end": 50}
+
+
+def _own_range(self, key: str) -> int:
+    return int(self.get(key, _OWN_RANGE_DEFAULTS[key]))
+
+
+def _get_frame_start(self) -> int:
+    return self.id_data.frame_start if self.use_scene_range else _own_range(self, "frame_start")
+
+
+def _get_frame_end(self) -> int:
+    return self.id_data.frame_end if self.use_scene_range else _own_range(self, "frame_end")
+
+
+def _set_own_range(self, key: str, value: int) -> None:
+    if self.use_scene_range:  # the other end keeps the scene's value it showed
+        self["frame_start"], self["frame_end"] = self.id_data.frame_start, self.id_data.frame_end
+        self.use_scene_range = False
+    self[key] = int(value)
+
+
+def _set_frame_start(self, value: int) -> None:
+    _set_own_range(self, "frame_start", value)
+
+
+def _set_frame_end(self, value: int) -> None:
+    _set_own_range(self, "frame_end", value)
 
 
 class MochiSceneSettings(bpy.types.PropertyGroup):
@@ -104,18 +138,24 @@ class MochiSceneSettings(bpy.types.PropertyGroup):
     backend: EnumProperty(
         name="Backend", description="Where the simulation runs; unavailable devices say why",
         items=backend_items)
+    use_scene_range: BoolProperty(
+        name="Use Scene Range", description="Bake the scene's frame range (Output properties); setting Start "
+        "or End here turns this off and bakes that range instead", default=True)
     frame_start: IntProperty(
-        name="Start", description="Scene frame that shows the initial state (cache frame 1)",
-        default=1, soft_min=0, soft_max=10000)
+        name="Start", description="Scene frame that shows the initial state (cache frame 1); the scene's "
+        "start while Use Scene Range is on", get=_get_frame_start, set=_set_frame_start,
+        soft_min=0, soft_max=10000)
     frame_end: IntProperty(
-        name="End", description="Last scene frame to bake", default=50, soft_min=1, soft_max=10000)
+        name="End", description="Last scene frame to bake; the scene's end while Use Scene Range is on",
+        get=_get_frame_end, set=_set_frame_end, soft_min=1, soft_max=10000)
     seed: IntProperty(
         name="Seed", description="Seed of every random choice while packing (same seed, same grains)",
         default=0, min=0, soft_min=0, soft_max=1000)
     cache_directory: StringProperty(
         name="Cache Folder",
-        description="Folder of the bake cache (PLY per frame); '//' is the folder of the .blend file",
-        subtype="DIR_PATH", default="//mochi_cache", options=PATH_OPTIONS)
+        description="Folder of the bake cache (PLY per frame); '//' is the folder of the .blend file. Empty: "
+        "'//mochi_<file name>', beside the .blend and its own, so two files in one folder never share a bake",
+        subtype="DIR_PATH", default="", options=PATH_OPTIONS)
     fields: CollectionProperty(
         type=MochiFieldSettings, name="Fields",
         description="Engine fields of the scene (uniform, rotating, vortex, sampled accelerations), added to "

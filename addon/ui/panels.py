@@ -24,6 +24,7 @@ class MOCHI_PT_object(_PhysicsPanel, bpy.types.Panel):
         layout = self.layout
         layout.use_property_split = True
         settings = context.object.mochi
+        layout.operator("mochi.quick_grains", icon="POINTCLOUD_DATA")
         layout.prop(settings, "role")
         if settings.role == "SOURCE":
             self.draw_source(layout, settings)
@@ -34,6 +35,7 @@ class MOCHI_PT_object(_PhysicsPanel, bpy.types.Panel):
 
     @staticmethod
     def draw_source(layout, s):
+        layout.menu("MOCHI_MT_looks", icon="MATERIAL")
         col = layout.column()
         col.prop(s, "size_mode")
         col.prop(s, "radius" if s.size_mode == "RADIUS" else "count")
@@ -90,7 +92,9 @@ class MOCHI_PT_simulation(_PhysicsPanel, bpy.types.Panel):
     bl_label = "Mochi Simulation"
 
     def draw_header_preset(self, _context):
-        self.layout.menu("MOCHI_MT_presets", text="", icon="PRESET")
+        row = self.layout.row(align=True)
+        row.menu("MOCHI_MT_looks", text="", icon="MATERIAL")
+        row.menu("MOCHI_MT_presets", text="", icon="PRESET")
 
     def draw(self, context):
         layout = self.layout
@@ -127,15 +131,22 @@ class MOCHI_PT_bake(_PhysicsPanel, bpy.types.Panel):
 
     def draw(self, context):
         from ..bake_job import current_job
+        from ..bake_state import bake_state
+        from ..snapshot import default_cache_directory
         from .status import draw_estimate, progress_of
 
         layout = self.layout
         layout.use_property_split = True
         s = context.scene.mochi
+        layout.prop(s, "use_scene_range")
         col = layout.column(align=True)
+        col.active = not s.use_scene_range  # still editable: setting a value turns the toggle off
         col.prop(s, "frame_start", text="Frame Start")
         col.prop(s, "frame_end", text="End")
-        layout.prop(s, "cache_directory")
+        if _HAS_PLACEHOLDER:  # an empty field shows the per-file folder the bake will use
+            layout.prop(s, "cache_directory", placeholder=default_cache_directory() or "//mochi_<file name>")
+        else:
+            layout.prop(s, "cache_directory")
         job = current_job()
         if job is not None:
             factor, text = progress_of(job)
@@ -144,13 +155,49 @@ class MOCHI_PT_bake(_PhysicsPanel, bpy.types.Panel):
             row.operator("mochi.bake_cancel", text="", icon="CANCEL")
             draw_estimate(layout, job)
             return
+        self.draw_state(layout, bake_state(context))
+
+    @staticmethod
+    def draw_state(layout, state):
+        """Bake, Resume and Delete Bake as the bake's state allows them, with its summary and why not."""
+        from ..bake_state import summary_line
+
+        if state.kind == "BAKED" or state.kind == "FOREIGN":
+            box = layout.box()
+            box.label(text=("Baked: " if state.complete else "Incomplete: ") + summary_line(state),
+                      icon="CHECKMARK" if state.complete else "INFO")
+            if state.out_of_date:
+                box.label(text="Out of date: settings changed since the bake", icon="ERROR")
+                for line in _wrap(state.changed):
+                    box.label(text=line)
+        if state.kind in {"FOREIGN", "UNAVAILABLE"}:
+            for number, line in enumerate(_wrap(state.reason)):
+                layout.label(text=line, icon="ERROR" if number == 0 else "BLANK1")
         row = layout.row(align=True)
-        row.operator("mochi.bake", icon="PHYSICS")
-        row.operator("mochi.bake_resume", icon="PLAY")
+        bake = row.row(align=True)
+        bake.enabled = state.kind in {"IDLE", "UNAVAILABLE"}  # UNAVAILABLE: Bake says why in one sentence
+        bake.operator("mochi.bake", icon="PHYSICS")
+        if state.kind == "BAKED" and not state.complete and not state.out_of_date:
+            row.operator("mochi.bake_resume", icon="PLAY")
+        if state.kind == "BAKED":
+            layout.label(text=state.reason, icon="INFO")
         row = layout.row(align=True)
-        row.operator("mochi.free_bake", icon="TRASH")
+        delete = row.row(align=True)
+        delete.enabled = state.kind == "BAKED"
+        delete.operator("mochi.free_bake", icon="TRASH")
         row.operator("mochi.load_cache", text="", icon="IMPORT")
         row.operator("mochi.open_cache_folder", text="", icon="FILE_FOLDER")
+
+
+#: Whether UILayout.prop takes a placeholder (grey text in an empty field).
+_HAS_PLACEHOLDER = "placeholder" in bpy.types.UILayout.bl_rna.functions["prop"].parameters
+
+
+def _wrap(text: str, width: int = 60) -> list[str]:
+    """``text`` in lines of about ``width`` characters (a panel label does not wrap by itself)."""
+    import textwrap
+
+    return textwrap.wrap(text, width) or [""]
 
 
 class MOCHI_PT_playback(_PhysicsPanel, bpy.types.Panel):

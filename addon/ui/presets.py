@@ -1,4 +1,5 @@
-"""The preset menu shown in the header of the Mochi Simulation panel."""
+"""Menus of the Mochi Simulation panel's header: Looks (what grains are made of, for artists) and
+Benchmarks (the presets: paper scenes and the user's saved scenes)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ class MOCHI_MT_presets(bpy.types.Menu):
     """Mochi presets: the bundled ones and those in the user's scripts/presets/mochi folder"""
 
     bl_idname = "MOCHI_MT_presets"
-    bl_label = "Presets"
+    bl_label = "Benchmarks"
 
     def draw(self, _context):
         from ..operators.presets import MOCHI_OT_preset_apply, preset_folders, user_presets
@@ -41,4 +42,26 @@ class MOCHI_MT_presets_remove(bpy.types.Menu):
             op.filepath = str(path)
 
 
-CLASSES = (MOCHI_MT_presets_remove, MOCHI_MT_presets)
+class MOCHI_MT_looks(bpy.types.Menu):
+    """Looks: the grain size and material of sand, gravel, beads... applied to the selected particle sources"""
+
+    bl_idname = "MOCHI_MT_looks"
+    bl_label = "Looks"
+
+    def draw(self, _context):
+        from ...engine.errors import MochiError
+
+        layout = self.layout
+        try:
+            from ...engine.looks import list_looks
+
+            looks = list_looks()
+        except (ImportError, MochiError) as exc:  # a damaged look file: say so in the menu, not a traceback
+            layout.label(text=str(exc), icon="ERROR")
+            return
+        for entry in looks:
+            op = layout.operator("mochi.look_apply", text=entry.label)
+            op.look = entry.key
+
+
+CLASSES = (MOCHI_MT_presets_remove, MOCHI_MT_presets, MOCHI_MT_looks)

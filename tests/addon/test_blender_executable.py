@@ -202,7 +202,7 @@ def test_saved_blend_bakes_from_the_command_line(baked):
     written = [line for line in output.splitlines() if line.startswith("Mochi: frame")]
     assert [line.split()[2] for line in written] == [str(f) for f in range(1, FRAMES + 1)]
     assert f"mochi: Baked {FRAMES} frames" in output
-    frames = sorted((work / "mochi_cache").glob("frame_*.ply"))
+    frames = sorted((work / "mochi_scene").glob("frame_*.ply"))
     assert [p.name for p in frames] == [f"frame_{f:04d}.ply" for f in range(1, FRAMES + 1)]
 
 
@@ -300,3 +300,37 @@ def test_bake_button_in_the_event_loop(installed_user, tmp_path):
     if target := os.environ.get("MOCHI_SCREENSHOT_DIR"):  # scripts/test.sh --screenshots refreshes docs/
         for name in SCREENSHOTS:
             shutil.copy2(out / f"{name}.png", Path(target) / f"bake_button_{name}.png")
+
+
+@pytest.mark.skipif(shutil.which("xvfb-run") is None or shutil.which("xdotool") is None,
+                    reason="needs Xvfb (xvfb-run) and xdotool")
+def test_quick_grains_in_the_window(installed_user, tmp_path):
+    """Quick Grains on the default cube in a real window: a source, a wire domain kept out of renders,
+    the per-file cache folder, and the panel as a user sees it (screenshots), then a short bake: the
+    panel's baked and out-of-date states."""
+    out = tmp_path / "ui"
+    out.mkdir()
+    command = ["xvfb-run", "--auto-servernum", "--server-args", "-screen 0 1100x1350x24",
+               bpy.app.binary_path, "--python", str(UI_SCRIPT), "--", str(out), "quick_grains", "bake"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=500,
+                            env={**os.environ, "BLENDER_USER_RESOURCES": str(installed_user)})
+    log = result.stdout[-4000:] + result.stderr[-4000:]
+    assert (out / "report.json").is_file(), log
+    report = json.loads((out / "report.json").read_text())
+    assert report["error"] is None, report["error"] + log
+    steps = {step["step"]: step for step in report["steps"]}
+    assert steps["quick grains"]["result"] == ["FINISHED"]
+    scene = steps["scene"]
+    assert scene["role"] == "SOURCE" and scene["display"] in ("WIRE", "BOUNDS") and scene["hide_render"]
+    assert scene["cache"] == ""
+    assert steps["invoke bake"]["result"] == ["RUNNING_MODAL"]
+    assert (out / "mochi_quick" / "manifest.json").is_file()  # the per-file folder of quick.blend
+    names = ("quick_grains_source", "quick_grains_domain", "bake_state_baked", "bake_state_out_of_date")
+    pixels = {name: png_pixels(out / f"{name}.png") for name in names}
+    for name, image in pixels.items():
+        assert image.std() > 0.02, f"the {name} screenshot is blank"
+    # The out-of-date lines are drawn under the summary: the two baked screenshots differ.
+    assert np.abs(pixels["bake_state_out_of_date"] - pixels["bake_state_baked"]).max() > 0.1
+    if target := os.environ.get("MOCHI_SCREENSHOT_DIR"):
+        for name in names:
+            shutil.copy2(out / f"{name}.png", Path(target) / f"{name}.png")

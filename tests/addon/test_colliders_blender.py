@@ -43,7 +43,7 @@ def grains_over_a_plane(empty_scene, tmp_path):
 
 def bake_last_frame(scene) -> dict:
     assert bpy.ops.mochi.bake() == {"FINISHED"}
-    folder = Path(bpy.path.abspath(scene.mochi.cache_directory))
+    folder = mochi_module("addon.snapshot").cache_folder(scene)
     manifest = mochi_module("engine.cache").read_manifest(folder)
     assert manifest["frames_completed"] == scene.mochi.frame_count() and manifest["colliders"]
     assert manifest["collider_objects"] == ["Floor"]
@@ -136,14 +136,14 @@ def test_a_collider_whose_topology_changes_is_refused(grains_over_a_plane):
                        r"\(9 vertices and 8 triangles, then 25 and 32\)"):
         bpy.ops.mochi.bake()
     assert scene_state() == before and scene.frame_current == 3
-    assert not (Path(bpy.path.abspath(scene.mochi.cache_directory)) / "manifest.json").exists()
+    assert not (mochi_module("addon.snapshot").cache_folder(scene) / "manifest.json").exists()
 
 
-def test_a_collider_cannot_be_packed_as_a_particle_source(grains_over_a_plane):
+def test_a_collider_is_never_packed(grains_over_a_plane):
     _scene, plane = grains_over_a_plane
     select_only(plane)
     before = scene_state()
-    with pytest.raises(RuntimeError, match="'Floor' is a collider, so it cannot also be packed"):
+    with pytest.raises(RuntimeError, match="only domains, colliders"):
         bpy.ops.mochi.pack()
     assert scene_state() == before and plane.mochi.pack_preview is None
 
@@ -164,7 +164,7 @@ def test_command_line_bake_of_a_blend_with_a_collider(grains_over_a_plane, tmp_p
     bpy.ops.wm.save_mainfile()
     assert mochi_module("addon.cli").cli_command(["bake", "--frames", "3"]) == 0
     assert "Mochi: frame 3 of 3 written" in capsys.readouterr().out
-    folder = tmp_path / "mochi_cache"
+    folder = tmp_path / "mochi_scene"
     colliders = mochi_module("engine.colliders").load_colliders(folder)
     (collider,) = colliders.colliders
     assert collider.kind == "rigid_keyframes" and len(collider.key_times()) == 3
@@ -178,5 +178,5 @@ def test_headless_bake_of_a_blend_with_a_collider(grains_over_a_plane, tmp_path)
     bpy.ops.wm.save_mainfile()
     result = run_python(str(HEADLESS), "bake", str(tmp_path / "scene.blend"), "--backend", "cpu")
     assert result.returncode == 0, result.stderr[-2000:]
-    manifest = mochi_module("engine.cache").read_manifest(tmp_path / "mochi_cache")
+    manifest = mochi_module("engine.cache").read_manifest(tmp_path / "mochi_scene")
     assert manifest["frames_completed"] == 2 and manifest["colliders"] and manifest["collider_objects"] == ["Floor"]

@@ -69,10 +69,13 @@ def test_every_preset_applies_through_the_menu_operator(empty_scene, path):
 
     domain = add_domain()
     preset = mochi_module("engine.preset").load_preset(path)
+    fps = (empty_scene.render.fps, empty_scene.render.fps_base)
     result = bpy.ops.mochi.preset_apply(filepath=str(path))
     assert result == {"FINISHED"}
     s = empty_scene.mochi
-    assert s.frame_count() == preset.frames
+    # The scene's frame rate stays; the preset's duration is kept in the scene's frames.
+    assert (empty_scene.render.fps, empty_scene.render.fps_base) == fps
+    assert s.frame_count() == max(1, round(preset.frames * fps[0] / fps[1] / preset.fps))
     # Engine presets are Y up; Blender is Z up: the engine's −Y gravity becomes Blender's −Z.
     gx, gy, gz = preset.gravity
     assert tuple(s.gravity) == pytest.approx((gx, -gz, gy))

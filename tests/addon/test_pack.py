@@ -75,3 +75,41 @@ def test_sphere_count_estimate_is_close_enough_to_ask_before_millions(empty_scen
     estimate = mochi_module("addon.operators.pack").estimated_sphere_count(source)
     packed = len(mochi_module("addon.settings").pack_source(source, seed=0).radius)
     assert 0.6 * packed <= estimate <= 1.4 * packed
+
+
+def test_pack_leaves_out_domains_and_colliders_and_hides_the_source(empty_scene):
+    from .conftest import add_domain, mochi_module
+
+    monkey = add_source("monkey", location=(0.0, 0.0, 1.0), radius=0.1)
+    domain = add_domain()
+    bpy.ops.mesh.primitive_plane_add(size=4.0)
+    floor = bpy.context.object
+    floor.mochi.role = "COLLIDER"
+    select_only(monkey, domain, floor)
+    assert bpy.ops.mochi.pack() == {"FINISHED"}
+    assert monkey.mochi.pack_preview is not None
+    assert domain.mochi.pack_preview is None and floor.mochi.pack_preview is None
+    assert not [o for o in bpy.data.objects if o.name.startswith(("Domain Mochi", "Plane Mochi"))]
+    assert monkey.hide_get() and not monkey.mochi.pack_preview.hide_get()  # the preview replaces it
+    playback = mochi_module("addon.playback")
+    modifier = monkey.mochi.pack_preview.modifiers[0]
+    material = mochi_module("addon.compat").modifier_input_get(modifier, playback.INPUT_MATERIAL)
+    assert material is not None and material.name == playback.PREVIEW_MATERIAL_NAME != playback.MATERIAL_NAME
+    select_only(domain, floor)
+    _refused("only domains, colliders")
+
+
+def test_a_bake_hides_sources_and_previews_and_delete_bake_shows_them(small_scene):
+    from .conftest import mochi_module
+
+    sources = [o for o in small_scene.objects if o.mochi.role == "SOURCE"]
+    select_only(sources[0])
+    assert bpy.ops.mochi.pack() == {"FINISHED"}
+    preview = sources[0].mochi.pack_preview
+    assert bpy.ops.mochi.bake() == {"FINISHED"}
+    assert all(o.hide_get() for o in (*sources, preview))
+    assert all(o.hide_render for o in (*sources, preview))
+    assert bpy.ops.mochi.free_bake() == {"FINISHED"}
+    assert not preview.hide_get() and not sources[1].hide_get()
+    assert sources[0].hide_get()  # hidden by Pack, before the bake: its preview stands in for it
+    assert not any(o.hide_render for o in sources)

@@ -1,6 +1,7 @@
 """Press Mochi's Bake button in a real Blender window, cancel with Esc, resume; screenshots on the way.
 
-Started by tests/addon/test_blender_ui.py as ``blender scene.blend --python ui_bake_button.py -- OUT``
+Started by tests/addon/test_blender_executable.py as ``blender scene.blend --python ui_bake_button.py -- OUT``
+(``-- OUT quick_grains``: Quick Grains on the startup file's cube instead, with screenshots of the panel)
 under Xvfb (Mesa's software OpenGL draws the UI). Everything happens from ``bpy.app.timers`` inside
 Blender's own event loop:
 
@@ -116,7 +117,9 @@ def count_draw() -> None:
 
 def frame_files() -> dict[str, int]:
     """Cache frame file name -> modification time [ns]."""
-    folder = Path(bpy.path.abspath(bpy.context.scene.mochi.cache_directory))
+    from importlib import import_module
+
+    folder = import_module(f"{PACKAGE}.addon.snapshot").cache_folder(bpy.context.scene)
     return {p.name: p.stat().st_mtime_ns for p in sorted(folder.glob("frame_*.ply"))}
 
 
@@ -171,7 +174,48 @@ def finish() -> None:
     bpy.ops.wm.quit_blender()
 
 
-steps = run_steps()
+def quick_grains_steps():
+    """Quick Grains on the startup file's cube, as a user clicks it in the Mochi panel; screenshots of the
+    panel with the source active (OUT/quick_grains_source.png) and the domain active
+    (OUT/quick_grains_domain.png, its Bake panel idle)."""
+    bpy.ops.wm.save_as_mainfile(filepath=str(OUT / "quick.blend"))  # a saved file: its own cache folder
+    scene = bpy.context.scene
+    cube = scene.objects["Cube"]
+    bpy.context.view_layer.objects.active = cube
+    cube.select_set(True)
+    override = properties_override()
+    window = override["window"]
+    subprocess.run(["xdotool", "mousemove", "--sync", str(window.x + 12), str(window.height - 12)], check=True)
+    override["area"].spaces.active.context = "PHYSICS"
+    with bpy.context.temp_override(**override):
+        log("quick grains", result=sorted(bpy.ops.mochi.quick_grains("INVOKE_DEFAULT")))
+        bpy.ops.screen.screen_full_area()
+    domain = next(o for o in scene.objects if o.mochi.role == "DOMAIN")
+    log("scene", role=cube.mochi.role, radius=cube.mochi.radius, domain=domain.name,
+        display=domain.display_type, hide_render=domain.hide_render, cache=scene.mochi.cache_directory)
+    yield 1.0
+    screenshot("quick_grains_source")
+    bpy.context.view_layer.objects.active = domain
+    yield 1.0
+    screenshot("quick_grains_domain")
+    if "bake" not in sys.argv[sys.argv.index("--"):]:
+        return
+    # A short bake of a few large grains, then the panel's baked and out-of-date states.
+    cube.mochi.radius = 0.25
+    scene.mochi.frame_end = 3  # sets the Mochi range: Use Scene Range turns off
+    with bpy.context.temp_override(**properties_override()):
+        log("invoke bake", result=sorted(bpy.ops.mochi.bake("INVOKE_DEFAULT")))
+    job = job_module().current_job()
+    while job is not None and job_module().current_job() is not None:
+        yield 0.2
+    yield 1.0
+    screenshot("bake_state_baked")
+    cube.mochi.friction = 0.9
+    yield 1.0
+    screenshot("bake_state_out_of_date")
+
+
+steps = quick_grains_steps() if "quick_grains" in sys.argv[sys.argv.index("--"):] else run_steps()
 
 
 def tick():
