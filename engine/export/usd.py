@@ -120,7 +120,12 @@ def _export_atomic(layer, path: Path) -> None:
     """Write an Sdf layer to ``path`` under a temporary name, then rename it."""
     tmp = _temporary_beside(path)
     try:
-        if not layer.Export(str(tmp)):
+        try:
+            written = layer.Export(str(tmp))
+        except Exception as exc:  # noqa: BLE001  USD reports a failed write (a full disk) as Tf.ErrorException
+            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[-1][:160]
+            raise OSError(f"USD could not write {tmp.name} ({reason})") from None
+        if not written:
             raise OSError(f"USD could not write {tmp.name}")
         os.replace(tmp, path)
     except OSError as exc:

@@ -192,3 +192,27 @@ def test_flamenco_jobs_never_enable_script_auto_run(job):
     assert " -y" not in code and "enable-autoexec" not in code and "{blenderArgs}" not in code
     if "blender" in code and "blendfile" in code:
         assert "--disable-autoexec" in code
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    """A 64 KiB tmpfs; needs root."""
+    import shutil
+
+    if os.geteuid() != 0 or not shutil.which("mount"):
+        pytest.skip("mounting a small tmpfs needs root")
+    mount = tmp_path / "tiny"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("this machine does not allow mounting a tmpfs")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+@pytest.mark.parametrize("suffix", [".usda", ".usdc"])
+def test_usd_export_onto_a_full_disk_is_one_sentence(suffix, tiny_bake, tiny_disk):
+    pytest.importorskip("pxr")
+    (tiny_disk / "filler").write_bytes(b"\0" * 60 * 1024)
+    sentence = one_sentence(run_cli("export", tiny_bake, "--usd", tiny_disk / f"o{suffix}"))
+    assert "Cannot write" in sentence
