@@ -182,10 +182,20 @@ def bake(setup: SceneSetup | None, out_dir, *, frames: int, backend: str = "cpu"
 MAX_FRAMES = 1_048_574
 
 
+def check_bake_folder(folder, *, overwrite: bool = False, resume: bool = False) -> dict | None:
+    """The manifest of an existing cache folder (None: no folder or no manifest), after refusing a
+    folder that is not a folder, that holds anything but the bake's own files (``engine.cache_files``),
+    or that holds a bake this request would replace without ``overwrite``. Looks only: no lock, no file
+    is created, so callers run it before any packing or estimate, and ``bake`` runs it again under the
+    lock.
+
+    Raises:
+        MochiError: naming the foreign entry, the existing bake, or a damaged manifest.
+    """
+    return _check_folder(Path(folder), overwrite, resume)
+
+
 def _check_folder(folder: Path, overwrite: bool, resume: bool) -> dict | None:
-    """The manifest of an existing cache folder, after refusing a folder that is not a folder, that
-    holds anything but the bake's own files, or that holds a bake this request would replace without
-    ``overwrite``. Looks only (no lock, no file is created)."""
     if not folder.exists():
         return None
     if not folder.is_dir():

@@ -208,18 +208,23 @@ def variant_preset(document: dict, source: str, values: dict) -> Preset:
 
 
 def check_folders(variants: list[WedgeVariant], *, resume: bool, overwrite: bool) -> None:
-    """Refuse, before baking anything, to touch a folder that holds a bake unless told to.
+    """Refuse, before baking anything, a variant folder that holds anything but Mochi's own files, or a
+    bake that neither ``resume`` nor ``overwrite`` allows touching (``engine.bake.check_bake_folder``).
 
     Raises:
-        MochiError: a variant folder with a bake, and neither ``resume`` nor ``overwrite``.
+        MochiError: naming the folder and what is wrong with it.
     """
-    if resume or overwrite:
-        return
+    from .bake import check_bake_folder
+
     for variant in variants:
-        manifest = read_manifest(variant.folder) if variant.folder.is_dir() else None
-        if manifest and manifest.get("frames_completed", 0) >= 1:
-            raise MochiError(f"'{variant.folder}' already holds a bake of {manifest['frames_completed']} frames; "
-                             "use --resume to continue the wedge or --overwrite to bake it again.")
+        try:
+            check_bake_folder(variant.folder, overwrite=overwrite or resume, resume=False)
+        except MochiError as exc:
+            if "already holds a bake" in str(exc):
+                manifest = read_manifest(variant.folder)
+                raise MochiError(f"'{variant.folder}' already holds a bake of {manifest['frames_completed']} frames; "
+                                 "use --resume to continue the wedge or --overwrite to bake it again.") from None
+            raise
 
 
 @dataclass

@@ -70,6 +70,9 @@ def run(args) -> int:
                          "overwrite replaces it.")
     if args.max_steps_per_frame < 0:
         raise MochiError(f"--max-steps-per-frame must be 0 (no budget) or positive, not {args.max_steps_per_frame}.")
+    from ..bake import check_bake_folder
+
+    check_bake_folder(out, overwrite=args.overwrite, resume=args.resume)  # before any packing or estimate
     preset = load_preset(args.scene)
     frames = args.frames if args.frames is not None else preset.frames
     setup = None

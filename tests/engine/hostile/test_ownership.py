@@ -250,3 +250,15 @@ def test_a_bake_that_dies_before_frame_1_removes_only_what_it_made(tiny_preset, 
     existing.mkdir()
     refused(capsys, "bake", stiff, "--out", existing, "--no-estimate")
     assert existing.is_dir() and list(existing.iterdir()) == []
+
+
+def test_a_foreign_folder_is_refused_before_packing_or_the_timing_probe(tiny_preset, tmp_path):
+    """'Before any work': the CLI looks at the folder before it packs the scene or times a few steps."""
+    from .conftest import one_sentence, run_cli
+
+    folder = tmp_path / "user"
+    folder.mkdir()
+    (folder / "frame_final.ply").write_bytes(b"mine")
+    result = run_cli("bake", tiny_preset, "--out", folder)
+    assert "frame_final.ply" in one_sentence(result)
+    assert "Timing a few steps" not in result.stderr and "particles" not in result.stderr
