@@ -72,7 +72,8 @@ def run(args) -> int:
         raise MochiError(f"--max-steps-per-frame must be 0 (no budget) or positive, not {args.max_steps_per_frame}.")
     from ..bake import check_bake_folder
 
-    check_bake_folder(out, overwrite=args.overwrite, resume=args.resume)  # before any packing or estimate
+    if not args.resume:  # a resume packs nothing; bake() says first whether there is a bake to resume
+        check_bake_folder(out, overwrite=args.overwrite)  # before any packing or estimate
     preset = load_preset(args.scene)
     frames = args.frames if args.frames is not None else preset.frames
     setup = None
