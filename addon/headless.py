@@ -8,7 +8,9 @@ The engine's command line runs, in a subprocess so that the engine never imports
 
 This loads the repository root as the package ``mochi`` (as Blender loads the extension), registers
 the add-on in the bpy module, opens the .blend and runs what ``blender -b SCENE.blend -c mochi …``
-runs (addon/cli.py). Errors print one sentence on stderr and exit with status 2.
+runs (addon/cli.py). Errors print one sentence on stderr and exit with status 2. A bake without
+``--out`` whose cache folder (chosen by the .blend) is absolute and outside the .blend's folder is
+refused: the .blend may come from anyone.
 """
 
 from __future__ import annotations
@@ -60,6 +62,14 @@ def main(argv: list[str]) -> int:
             return 2
     package.register()
     try:
+        if args and args[0] == "bake" and not any(a == "--out" or a.startswith("--out=") for a in args[1:]):
+            errors = importlib.import_module("mochi.engine.errors")
+            cache_files = importlib.import_module("mochi.engine.cache_files")
+            try:
+                cache_files.check_blend_cache_folder(bpy.data.filepath, bpy.context.scene.mochi.cache_directory)
+            except errors.MochiError as exc:
+                print(f"mochi: error: {exc}", file=sys.stderr)
+                return 2
         return cli.run(args, prog="mochi")
     finally:
         package.unregister()

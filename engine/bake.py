@@ -8,6 +8,7 @@ only complete frames and ``resume`` carries on from the last one, bit-identical 
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from dataclasses import dataclass, field
@@ -21,9 +22,10 @@ from .backends import make_backend
 from .backends.base import StepTimings
 from .budget import DEFAULT_MAX_STEPS_PER_FRAME, check_memory, check_steps_per_frame
 from .cache import (HISTORY_FOLDER, MANIFEST_NAME, CacheWriter, ensure_cache_folder, frame_path, load_resume, read_history,
-                    read_manifest, remove_cache_files)
+                    read_manifest)
+from .cache_files import check_no_foreign, owned_files, remove_owned_files
 from .cache_integrity import MANIFEST_DIGEST_KEY, check_manifest_digest
-from .cache_lock import LOCK_NAME, CacheLock
+from .cache_lock import CacheLock
 from .colliders.storage import FOLDER as COLLIDERS_FOLDER
 from .contact_history import ContactHistory
 from .digest import canonical, changes, digest
@@ -103,10 +105,12 @@ class BakeProgress:
         return max(left, 0) * self.stepping_seconds / steps
 
 
-def _remove_stale_temporaries(folder: Path) -> None:
-    """Delete half-written files a killed bake left behind (they never replaced a complete one)."""
-    for path in [*folder.glob(".*.tmp-*"), *folder.glob(f"{HISTORY_FOLDER}/.*.tmp-*")]:
-        path.unlink(missing_ok=True)
+def _remove_stale_temporaries(folder: Path, manifest: dict | None) -> None:
+    """Delete half-written files a killed bake left behind (they never replaced a complete one); only
+    temporaries of the bake's own file names (``engine.cache_files``), never a user's '.x.tmp-y'."""
+    for path in owned_files(folder, manifest):
+        if ".tmp-" in path.name:
+            path.unlink(missing_ok=True)
 
 
 def writer_fields() -> tuple[str, ...]:
@@ -175,11 +179,45 @@ def bake(setup: SceneSetup | None, out_dir, *, frames: int, backend: str = "cpu"
     return progress
 
 
+#: The most frames one bake may have (Blender's last frame is 1,048,574).
+MAX_FRAMES = 1_048_574
+
+
+def check_bake_folder(folder, *, overwrite: bool = False, resume: bool = False) -> dict | None:
+    """The manifest of an existing cache folder (None: no folder or no manifest), after refusing a
+    folder that is not a folder, that holds anything but the bake's own files (``engine.cache_files``),
+    or that holds a bake this request would replace without ``overwrite``. Looks only: no lock, no file
+    is created, so callers run it before any packing or estimate, and ``bake`` runs it again under the
+    lock.
+
+    Raises:
+        MochiError: naming the foreign entry, the existing bake, or a damaged manifest.
+    """
+    return _check_folder(Path(folder), overwrite, resume)
+
+
+def _check_folder(folder: Path, overwrite: bool, resume: bool) -> dict | None:
+    if not folder.exists():
+        return None
+    if not folder.is_dir():
+        raise MochiError(f"The cache folder '{folder}' is a file, not a folder.")
+    existing = read_manifest(folder)
+    if resume and existing is not None:
+        check_manifest_digest(existing, folder / MANIFEST_NAME)  # an edit is named as such, first
+    check_no_foreign(folder, existing, action="resume" if resume else "bake")
+    done = existing["frames_completed"] if existing else 0
+    if not resume and done >= 1 and not overwrite:
+        raise MochiError(f"'{folder}' already holds a bake of {done} frames; resume it or choose "
+                         "overwrite to replace it.")
+    return existing
+
+
 def _check_request(setup, folder: Path, frames: int, resume: bool, overwrite: bool,
                    max_steps_per_frame: int | None) -> None:
-    """Refusals that need nothing but the arguments (before any folder is created)."""
-    if isinstance(frames, bool) or not isinstance(frames, int) or frames < 1:
-        raise MochiError(f"The number of frames must be an integer of at least 1, not {frames!r}.")
+    """Refusals that need nothing but the arguments and a look at the folder (before any folder, lock
+    or file is created)."""
+    if isinstance(frames, bool) or not isinstance(frames, int) or not 1 <= frames <= MAX_FRAMES:
+        raise MochiError(f"The number of frames must be an integer from 1 to {MAX_FRAMES:,}, not {frames!r}.")
     if resume and overwrite:
         raise MochiError("Resume and overwrite exclude each other: resume continues the bake in the folder, "
                          "overwrite replaces it.")
@@ -189,9 +227,11 @@ def _check_request(setup, folder: Path, frames: int, resume: bool, overwrite: bo
         if not (folder / MANIFEST_NAME).is_file():  # checked before the lock, which would leave a file
             what = "frame files but no manifest.json" if any(folder.glob("frame_*.ply")) else "no manifest.json"
             raise MochiError(f"There is no bake to resume in '{folder}': it holds {what}.")
+        _check_folder(folder, overwrite, resume)
         return
     if setup is None:
         raise MochiError(f"There is no scene to bake into '{folder}'.")
+    _check_folder(folder, overwrite, resume)
     physics = setup.model.physics
     check_steps_per_frame(physics.steps_per_frame, physics.dt, physics.stiffness, limit=max_steps_per_frame)
     check_memory(setup.model.particle_count)
@@ -200,13 +240,18 @@ def _check_request(setup, folder: Path, frames: int, resume: bool, overwrite: bo
 def _remove_failed_start(folder: Path, lock: CacheLock) -> None:
     """Remove a folder this bake created when it failed before writing frame 1 (only Mochi's files).
 
-    The bake's files go while the lock is held; the lock file and the folder go after, and only if
-    nothing else arrived meanwhile (rmdir of a folder that is not empty fails).
+    The bake's files go while the lock is held; the folder goes after, and only if nothing else
+    arrived meanwhile (rmdir of a folder that is not empty fails).
     """
-    remove_cache_files(folder)
-    _remove_stale_temporaries(folder)
+    try:
+        manifest = read_manifest(folder)
+    except MochiError:
+        manifest = None
+    try:
+        remove_owned_files(folder, manifest or {"frames_completed": 0})
+    except MochiError:
+        pass  # the bake's own error is the one to report; what could not go stays
     lock.release()
-    (folder / LOCK_NAME).unlink(missing_ok=True)
     try:
         folder.rmdir()
     except OSError:
@@ -218,21 +263,25 @@ def _bake(setup, folder: Path, frames: int, backend_name: str, resume: bool, ove
           on_frame, on_step) -> None:
     _check_request(setup, folder, frames, resume, overwrite, max_steps_per_frame)
     created = not folder.exists()
-    # A lock file from before this bake means a Mochi bake used the folder: frame files without a
-    # manifest are then that bake's, killed between writing frame 1 and recording it (not a user's).
-    used_by_mochi = (folder / LOCK_NAME).exists()
     ensure_cache_folder(folder)
     lock = CacheLock(folder, action="resume" if resume else "bake")
     # Refused: another process owns the folder and everything in it, even if this one created it first.
-    lock.acquire()
+    try:
+        lock.acquire()
+    except BaseException:
+        if created:
+            with contextlib.suppress(OSError):
+                folder.rmdir()  # a refused command leaves nothing behind
+        raise
     written = False
     try:
-        _remove_stale_temporaries(folder)
+        # Looked at again under the lock: the folder may have changed since _check_request.
+        existing = _check_folder(folder, overwrite, resume)
+        _remove_stale_temporaries(folder, existing)
         if resume:
-            run = _prepare_resume(folder, frames, backend_name, inputs, info, log)
+            run = _prepare_resume(folder, frames, backend_name, inputs, info, log, max_steps_per_frame)
         else:
-            run = _prepare_new(setup, folder, overwrite, backend_name, inputs, info, log, progress,
-                                   used_by_mochi=used_by_mochi)
+            run = _prepare_new(setup, folder, existing, backend_name, inputs, info, log, progress)
         written = True
         _run_frames(run, folder, frames, progress, on_frame, on_step)
     except BaseException:
@@ -255,23 +304,18 @@ class _Run:
     start: int
 
 
-def _prepare_new(setup: SceneSetup, folder: Path, overwrite: bool, backend_name: str, inputs: dict | None,
-                 info: dict, log, progress: BakeProgress, *, used_by_mochi: bool) -> _Run:
-    existing = read_manifest(folder)
-    done = existing["frames_completed"] if existing else 0
-    if done >= 1 and not overwrite:
-        raise MochiError(f"'{folder}' already holds a bake of {done} frames; resume it or choose "
-                         "overwrite to replace it.")
-    if existing is None and not overwrite and not used_by_mochi and any(folder.glob("frame_*.ply")):
-        raise MochiError(f"'{folder}' holds frame files that are not from a Mochi bake; choose another "
-                         "folder or overwrite.")
+def _prepare_new(setup: SceneSetup, folder: Path, existing: dict | None, backend_name: str, inputs: dict | None,
+                 info: dict, log, progress: BakeProgress) -> _Run:
     model = setup.model
     info.setdefault("scene", setup.name)
     progress.notes = tuple(setup.notes)
     runner = _make_runner(model, backend_name, info, log)
     _record_inputs(info, inputs)
     writer = CacheWriter(folder, model, info)
-    remove_cache_files(folder)
+    if existing is not None:
+        remove_owned_files(folder, existing)  # all or nothing: the old bake stays whole if it cannot go
+    # A manifest of 0 frames first: a frame written before it would belong to nobody if the bake died.
+    writer.write_start()
     if model.colliders is not None:
         model.colliders.save(folder)  # geometry and motion, so a resume needs only the cache
         writer.record_files(*sorted((folder / COLLIDERS_FOLDER).iterdir()))
@@ -279,7 +323,8 @@ def _prepare_new(setup: SceneSetup, folder: Path, overwrite: bool, backend_name:
     return _Run(model, runner, writer, setup.state, None, 1)
 
 
-def _prepare_resume(folder: Path, frames: int, backend_name: str, inputs: dict | None, info: dict, log) -> _Run:
+def _prepare_resume(folder: Path, frames: int, backend_name: str, inputs: dict | None, info: dict, log,
+                    max_steps_per_frame: int | None) -> _Run:
     existing = read_manifest(folder)
     if existing is None:  # removed since _check_request looked
         raise MochiError(f"There is no bake to resume in '{folder}': it holds no manifest.json.")
@@ -287,6 +332,11 @@ def _prepare_resume(folder: Path, frames: int, backend_name: str, inputs: dict |
     done = existing["frames_completed"]
     if done < 1:
         raise MochiError(f"There is no bake to resume in '{folder}': its manifest lists no complete frame.")
+    # The budgets of a new bake hold for a resume: a manifest (edited or not) cannot ask for more.
+    stiffness = existing["physics"].get("stiffness") if isinstance(existing["physics"], dict) else None
+    check_steps_per_frame(existing["steps_per_frame"], existing["dt"],
+                          stiffness if isinstance(stiffness, (int, float)) else float("nan"), limit=max_steps_per_frame)
+    check_memory(existing["particle_count"])
     if existing.get("engine_digest") not in (None, _source_digest()):
         raise MochiError(f"The bake in '{folder}' was made by another version of the engine, so it cannot "
                          "continue exactly; bake it again with overwrite.")
@@ -379,7 +429,8 @@ def _run_frames(run: _Run, folder: Path, frames: int, progress: BakeProgress, on
 
 
 def free_bake(out_dir) -> int:
-    """Delete the bake in ``out_dir`` (frames, manifest, contact history, colliders) under its lock.
+    """Delete the bake in ``out_dir`` (the files its manifest lists: frames, manifest, contact history,
+    colliders) under its lock; the folder and every other file in it stay.
 
     Returns:
         The number of frames the deleted bake held.
@@ -391,14 +442,15 @@ def free_bake(out_dir) -> int:
     folder = Path(out_dir)
     if not folder.is_dir():
         raise MochiError(f"There is no Mochi bake in '{folder}': the folder does not exist.")
+    if read_manifest(folder) is None:  # looked at before the lock, so a refusal changes nothing
+        raise MochiError(f"There is no Mochi bake in '{folder}' (no manifest.json); nothing was deleted.")
     with CacheLock(folder, action="free the bake"):
         manifest = read_manifest(folder)
         if manifest is None:
             raise MochiError(f"There is no Mochi bake in '{folder}' (no manifest.json); nothing was deleted.")
         try:
-            remove_cache_files(folder)
-            _remove_stale_temporaries(folder)
+            remove_owned_files(folder, manifest)
         except OSError as exc:
             raise MochiError(f"Cannot delete the bake in '{folder}': {exc.strerror or exc}.") from None
-    # The lock file stays: unlinking it could let two later bakes lock two different files.
+    # The folder and everything in it that the bake did not write stay.
     return manifest["frames_completed"]

@@ -16,8 +16,8 @@ import hashlib
 import io
 import json
 import os
-import shutil
 import time
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +25,7 @@ import numpy as np
 
 from . import __version__
 from .atomic import write_atomic
+from .cache_files import check_regular_file, remove_owned_files
 from .cache_integrity import (check_file_digests, check_frames_present, check_manifest_values, load_history_file,
                               physics_from_manifest, with_manifest_digest)
 from .digest import digest, file_digest
@@ -38,6 +39,8 @@ FORMAT_VERSION = 2
 #: Versions ``read_manifest`` accepts (1: no rotation columns).
 READABLE_VERSIONS = (1, 2)
 MANIFEST_NAME = "manifest.json"
+#: A manifest holds a digest per frame (~90 bytes): 64 MiB is far above any real bake's.
+MANIFEST_MAX_BYTES = 64 * 2**20
 FRAME_PATTERN = "frame_{frame:04d}.ply"
 #: Tangential-spring history of the newest frames, needed for a bit-exact resume (not for playback).
 HISTORY_FOLDER = ".resume"
@@ -73,10 +76,16 @@ def read_manifest(folder: str | os.PathLike) -> dict | None:
             damaged (see ``engine.cache_integrity.check_manifest_values``).
     """
     path = Path(folder) / MANIFEST_NAME
-    if not path.is_file():
+    if not os.path.lexists(path):
         return None
+    check_regular_file(path, "The cache manifest")
+    if path.stat().st_size > MANIFEST_MAX_BYTES:
+        raise MochiError(f"The cache manifest '{path}' is {path.stat().st_size:,} bytes, far more than a Mochi "
+                         "manifest, so it is not read.")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
+    except RecursionError:
+        raise MochiError(f"The cache manifest '{path}' is nested too deeply to be a Mochi manifest.") from None
     except (OSError, ValueError) as exc:
         raise MochiError(f"The cache manifest '{path}' cannot be read ({exc}).") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT_NAME or data.get("format_version") not in READABLE_VERSIONS:
@@ -156,6 +165,11 @@ class CacheWriter:
             **self.info,
         }
 
+    def write_start(self) -> None:
+        """Write the manifest of 0 frames before the first frame, so that every file of the bake is, from
+        the first, one a manifest accounts for (``engine.cache_files``)."""
+        write_json_atomic(self.folder / MANIFEST_NAME, with_manifest_digest(self.manifest(0, resume_history=False)))
+
     def write_frame(self, frame: int, state: State, history: dict[str, np.ndarray] | None = None) -> Path:
         """Write frame ``frame`` (1-based) and its contact history, then record it in the manifest."""
         path = frame_path(self.folder, frame)
@@ -194,8 +208,9 @@ def read_history(folder: str | os.PathLike, frame: int, particle_count: int | No
         MochiError: the file is damaged or does not fit a bake of ``particle_count`` particles.
     """
     path = history_path(folder, frame)
-    if not path.is_file():
+    if not os.path.lexists(path):
         return None
+    check_regular_file(path, "The contact history")
     if particle_count is None:
         manifest = read_manifest(folder)
         if manifest is None:
@@ -206,6 +221,7 @@ def read_history(folder: str | os.PathLike, frame: int, particle_count: int | No
 
 def read_frame(folder: str | os.PathLike, frame: int) -> dict[str, np.ndarray]:
     """Columns of one cached frame (all ``FRAME_PROPERTIES``; a version-1 frame gets ω = 0 and q = identity)."""
+    check_regular_file(frame_path(folder, frame), f"Frame {frame}")
     columns = read_points(frame_path(folder, frame), required=FRAME_PROPERTIES_V1)
     if not all(name in columns for name in ROTATION_PROPERTIES):
         count = len(columns["x"])
@@ -233,7 +249,14 @@ def load_resume(folder: str | os.PathLike) -> tuple[Model, State, dict]:
     if manifest.get("colliders"):
         from .colliders import load_colliders  # only scenes with colliders need it
 
-        colliders = load_colliders(folder)
+        try:
+            colliders = load_colliders(folder)
+        except MochiError:
+            raise
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError, OSError, zipfile.BadZipFile) as exc:
+            # A colliders.json missing a key or holding values of the wrong kind: damaged, not a bug.
+            raise MochiError(f"The colliders of the bake in '{folder}' are damaged ({type(exc).__name__}: "
+                             f"{str(exc)[:80]}), so the bake cannot continue; bake again with overwrite.") from None
     # Glue bonds are made from the initial positions, as the bake made them.
     model = build_model(first["radius"], physics, material_index=first["material"].astype(np.int32),
                         object_id=first["object_id"], particle_id=first["id"], colliders=colliders,
@@ -256,17 +279,12 @@ def load_resume(folder: str | os.PathLike) -> tuple[Model, State, dict]:
     return model, state, manifest
 
 
-def remove_cache_files(folder: str | os.PathLike) -> None:
-    """Delete a bake's own files from ``folder``: frames, manifest, contact history and colliders.
+def remove_cache_files(folder: str | os.PathLike) -> int:
+    """Delete the files the manifest of ``folder`` lists (frames, manifest, contact history, colliders),
+    all or nothing; anything else in the folder stays (``engine.cache_files.remove_owned_files``).
 
-    Anything else in the folder (and the lock, which the caller holds) stays.
+    Returns:
+        The number of files removed (0 when the folder holds no manifest).
     """
-    from .colliders.storage import FOLDER as COLLIDERS_FOLDER
-
-    folder = Path(folder)
-    for path in folder.glob("frame_*.ply"):
-        path.unlink()
-    (folder / MANIFEST_NAME).unlink(missing_ok=True)
-    for name in (HISTORY_FOLDER, COLLIDERS_FOLDER):
-        if (folder / name).is_dir():
-            shutil.rmtree(folder / name)
+    manifest = read_manifest(folder)
+    return remove_owned_files(folder, manifest) if manifest is not None else 0

@@ -10,17 +10,27 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import zipfile
 from pathlib import Path
 
 import numpy as np
 
-from .digest import digest
+from .cache_files import check_regular_file, is_listed_name
+from .digest import digest, file_digest
 from .errors import MochiError
 
-#: Manifest keys the engine reads, with the check each value must pass and what it must be.
-_INTEGER_KEYS = {"frames_completed": 0, "particle_count": 1, "steps_per_frame": 1, "frame_start": 0}
-_POSITIVE_KEYS = ("fps", "dt")
+#: Manifest keys the engine reads, with the range each integer must lie in (inclusive). Frames: Blender's
+#: last frame is 1,048,574; particles: ids and indices are int32; steps: far over any budget.
+_INTEGER_KEYS = {"frames_completed": (0, 1_048_574), "particle_count": (1, 2**31 - 1),
+                 "steps_per_frame": (1, 2**40), "frame_start": (0, 1_048_574)}
+#: Positive numbers and their upper bounds: frames per second, time step [s].
+_POSITIVE_KEYS = {"fps": 10_000.0, "dt": 10.0}
+#: Entries the add-on or the CLI store, checked when present: key → (type, range or length limit).
+_OPTIONAL_INTEGERS = {"frame_start_scene": (-1_048_574, 1_048_574)}
+_OPTIONAL_STRINGS = {"blend_file": 4096, "scene": 1024, "preset": 4096, "blender_scene": 1024, "backend": 64,
+                     "backend_requested": 64, "engine_version": 64, "up_axis": 1}
+_HEX_DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
 def check_manifest_values(data: dict, path: str | os.PathLike) -> dict:
@@ -30,14 +40,41 @@ def check_manifest_values(data: dict, path: str | os.PathLike) -> dict:
         MochiError: a missing key, a value of the wrong type or out of range, or physics that no
             longer match the digest stored beside them (an edited manifest).
     """
-    for key, low in _INTEGER_KEYS.items():
+    for key, (low, high) in _INTEGER_KEYS.items():
         value = data.get(key)
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise MochiError(f"The cache manifest '{path}' has {key} = {value!r}; it must be an integer ≥ {low}.")
-    for key in _POSITIVE_KEYS:
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise MochiError(f"The cache manifest '{path}' has {key} = {_short(value)}; it must be an integer from "
+                             f"{low:,} to {high:,}.")
+    for key, high in _POSITIVE_KEYS.items():
         value = data.get(key)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-            raise MochiError(f"The cache manifest '{path}' has {key} = {value!r}; it must be a positive number.")
+        if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+                or not 0 < value <= high):
+            raise MochiError(f"The cache manifest '{path}' has {key} = {_short(value)}; it must be a positive number "
+                             f"up to {high:g}.")
+    for key, (low, high) in _OPTIONAL_INTEGERS.items():
+        value = data.get(key, 0)
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise MochiError(f"The cache manifest '{path}' has {key} = {_short(value)}; it must be an integer from "
+                             f"{low:,} to {high:,}.")
+    for key, limit in _OPTIONAL_STRINGS.items():
+        value = data.get(key, "")
+        if value is not None and (not isinstance(value, str) or len(value) > limit or "\0" in value):
+            raise MochiError(f"The cache manifest '{path}' has {key} = {_short(value)}; it must be text of at most "
+                             f"{limit} characters.")
+    if not isinstance(data.get("resume_history", False), bool):
+        raise MochiError(f"The cache manifest '{path}' has resume_history = {_short(data['resume_history'])}; it "
+                         "must be true or false.")
+    digests = data.get("file_digests", {})
+    if not isinstance(digests, dict):
+        raise MochiError(f"The cache manifest '{path}' has damaged file digests.")
+    for name, value in digests.items():
+        # Names are confined before anything opens them: a plain name of the bake's own patterns, inside
+        # the folder ('../x', '/etc/shadow', 'notes.txt' are refused here, never read).
+        if not is_listed_name(name):
+            raise MochiError(f"The cache manifest '{path}' names the file {_short(name)}, which is not a file of a "
+                             "Mochi bake (only frame_NNNN.ply, .resume/frame_NNNN.npz and colliders/ files are).")
+        if not isinstance(value, str) or not _HEX_DIGEST.fullmatch(value):
+            raise MochiError(f"The cache manifest '{path}' has a damaged digest for '{name}'.")
     physics = data.get("physics")
     if not isinstance(physics, dict):
         raise MochiError(f"The cache manifest '{path}' has no readable physics.")
@@ -46,6 +83,12 @@ def check_manifest_values(data: dict, path: str | os.PathLike) -> dict:
         raise MochiError(f"The physics in the cache manifest '{path}' were edited after the bake (their digest "
                          "no longer matches); the cache cannot be resumed.")
     return data
+
+
+def _short(value) -> str:
+    """``repr(value)`` cut to 80 characters, for a sentence about an absurd manifest value."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def physics_from_manifest(data: dict, path: str | os.PathLike):
@@ -85,16 +128,52 @@ def check_frames_present(folder: str | os.PathLike, frames_completed: int, frame
                              "with overwrite.")
 
 
+#: Contact-history bytes allowed per particle (pairs of ~12 neighbours and 6 wall springs, float64):
+#: a file claiming more is damaged, and is refused before anything that large is allocated.
+HISTORY_BYTES_PER_PARTICLE = 4096
+
+
+def _check_history_sizes(path: Path, particle_count: int) -> None:
+    """Refuse a history file whose arrays claim more memory than a bake of ``particle_count`` needs,
+    reading only the zip directory and the .npy headers (a header can claim 20 GB in 100 bytes).
+
+    Raises:
+        MochiError: an unreadable archive or an array over the bound.
+    """
+    limit = (1 << 20) + HISTORY_BYTES_PER_PARTICLE * particle_count
+    try:
+        with zipfile.ZipFile(path) as archive:
+            total = 0
+            for member in archive.infolist():
+                with archive.open(member) as handle:
+                    version = np.lib.format.read_magic(handle)
+                    shape, _, dtype = (np.lib.format.read_array_header_1_0(handle) if version == (1, 0)
+                                       else np.lib.format.read_array_header_2_0(handle))
+                claimed = math.prod(shape) * dtype.itemsize
+                total += max(claimed, member.file_size)
+                if total > limit or claimed > member.file_size:
+                    raise MochiError(f"The contact history '{path}' is damaged ('{member.filename}' claims "
+                                     f"{claimed:,} bytes, more than the file or a bake of {particle_count:,} "
+                                     "particles holds), so the bake cannot continue exactly; bake again with "
+                                     "overwrite.")
+    except MochiError:
+        raise
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError, TypeError, OverflowError) as exc:
+        raise MochiError(f"The contact history '{path}' cannot be read ({type(exc).__name__}), so the bake "
+                         "cannot continue exactly; bake again with overwrite.") from None
+
+
 def load_history_file(path: Path, particle_count: int) -> dict[str, np.ndarray]:
     """Read and check a ``.resume`` contact-history file.
 
     Raises:
         MochiError: unreadable, or arrays whose shapes, indices or values do not fit the bake.
     """
+    _check_history_sizes(path, particle_count)
     try:
         with np.load(path, allow_pickle=False) as data:
             history = {name: np.asarray(data[name]) for name in data.files}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError) as exc:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError, MemoryError) as exc:
         raise MochiError(f"The contact history '{path}' cannot be read ({type(exc).__name__}), so the bake "
                          "cannot continue exactly; bake again with overwrite.") from None
 
@@ -129,13 +208,14 @@ def check_file_digests(folder: str | os.PathLike, manifest: dict) -> None:
     Raises:
         MochiError: naming the first file that is missing or whose contents changed.
     """
-    from .digest import file_digest
-
     recorded = manifest.get("file_digests", {})
     if not isinstance(recorded, dict):
         raise MochiError(f"The cache manifest in '{folder}' has damaged file digests.")
+    # The names were confined to the bake's own patterns by check_manifest_values (read_manifest).
     for name, expected in sorted(recorded.items()):
         path = Path(folder) / name
+        if os.path.lexists(path):
+            check_regular_file(path)
         try:
             actual = file_digest(path)
         except OSError:
@@ -165,3 +245,27 @@ def check_manifest_digest(data: dict, path: str | os.PathLike) -> None:
     if expected is not None and with_manifest_digest(data)[MANIFEST_DIGEST_KEY] != expected:
         raise MochiError(f"The cache manifest '{path}' was edited after the bake wrote it, so the bake cannot "
                          "continue exactly; bake again with overwrite.")
+
+
+def check_frame_digest(folder: str | os.PathLike, manifest: dict, frame: int, name: str) -> None:
+    """Frame ``frame`` (file ``name``) is a regular file whose SHA-256 is the one the manifest records.
+
+    Readers (the exports) call this before they read a frame, so a truncated, edited or NaN-filled frame
+    is refused instead of exported.
+
+    Raises:
+        MochiError: no digest recorded, a missing or special file, or other contents.
+    """
+    path = Path(folder) / name
+    expected = manifest.get("file_digests", {}).get(name)
+    if expected is None:
+        raise MochiError(f"The cache manifest in '{folder}' records no digest for frame {frame}, so the frame "
+                         "cannot be checked; bake again.")
+    check_regular_file(path, f"Frame {frame}")
+    try:
+        actual = file_digest(path)
+    except OSError as exc:
+        raise MochiError(f"Cannot read frame {frame} '{path}': {exc.strerror or exc}.") from None
+    if actual != expected:
+        raise MochiError(f"Frame {frame} '{path}' changed since the bake wrote it (damaged or edited), so it is not "
+                         "exported.")

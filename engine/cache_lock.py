@@ -1,11 +1,12 @@
 """One writer per cache folder: a lock held for a whole bake, resume or free.
 
-The lock is ``filelock``'s, which takes an ``flock`` on ``DIR/.mochi.lock`` (``LockFileEx`` on
-Windows). The kernel drops it when its holder exits for any reason, SIGKILL and power loss included,
-so a killed bake never leaves a stale lock behind: the next bake simply takes it. Who holds it (process
-id, host, program, start time) is written beside it in ``DIR/.mochi.lock.owner`` so that a refused
-second bake can name the other process; that file is only informative and is rewritten by every new
-holder.
+The lock is an ``flock`` on the folder itself (on Windows, where folders cannot be locked,
+``filelock``'s ``LockFileEx`` on ``DIR/.mochi.lock``). Locking the folder creates no file, so a refused
+command leaves nothing behind and no lock file can ever make a foreign folder look like a Mochi cache.
+The kernel drops it when its holder exits for any reason, SIGKILL and power loss included, so a killed
+bake never leaves a stale lock behind: the next bake simply takes it. Who holds it (process id, host,
+program, start time) is written in ``DIR/.mochi.lock.owner`` while it is held, so that a refused second
+bake can name the other process; that file is only informative and goes with the lock.
 
 Readers (Blender's playback, ``mochi export``) do not lock: frames and the manifest are written
 atomically, so a reader always sees complete files.
@@ -21,6 +22,11 @@ import time
 from pathlib import Path
 
 from filelock import FileLock, Timeout
+
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None
 
 from .atomic import write_atomic
 from .errors import MochiError
@@ -72,21 +78,36 @@ class CacheLock:
     def __init__(self, folder: str | os.PathLike, *, action: str = "bake"):
         self.folder = Path(folder)
         self.action = action
-        # thread_local=False: Blender takes the lock in its bake thread and may release it from the same
-        # object in another; is_singleton=False so that two bakes in one process exclude each other.
-        self._lock = FileLock(str(self.folder / LOCK_NAME), timeout=0, thread_local=False, is_singleton=False)
+        self._fd: int | None = None
+        self._lock = None
+        if fcntl is None:
+            # thread_local=False: Blender takes the lock in its bake thread and may release it from the
+            # same object in another; is_singleton=False so that two bakes in one process exclude each other.
+            self._lock = FileLock(str(self.folder / LOCK_NAME), timeout=0, thread_local=False, is_singleton=False)
 
     @property
     def held(self) -> bool:
-        return self._lock.is_locked
+        return self._fd is not None if self._lock is None else self._lock.is_locked
+
+    def _refused(self) -> MochiError:
+        return MochiError(f"The cache folder '{self.folder}' is in use by {describe_owner(self.folder)}; wait for "
+                          f"that bake to finish or cancel it before you {self.action} here.")
 
     def acquire(self) -> CacheLock:
         try:
-            self._lock.acquire(timeout=0)
-        except Timeout:
-            raise MochiError(f"The cache folder '{self.folder}' is in use by {describe_owner(self.folder)}; "
-                             f"wait for that bake to finish or cancel it before you {self.action} "
-                             "here.") from None
+            if self._lock is not None:
+                self._lock.acquire(timeout=0)
+            else:
+                # One open file description per CacheLock: two locks of one process exclude each other.
+                fd = os.open(self.folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BaseException:
+                    os.close(fd)
+                    raise
+                self._fd = fd
+        except (Timeout, BlockingIOError):
+            raise self._refused() from None
         except OSError as exc:
             raise MochiError(f"Cannot lock the cache folder '{self.folder}': {exc.strerror or exc}.") from None
         owner = {"pid": os.getpid(), "host": socket.gethostname(), "program": _program(), "since": time.time(),
@@ -98,9 +119,14 @@ class CacheLock:
         return self
 
     def release(self) -> None:
-        if self._lock.is_locked:
-            (self.folder / OWNER_NAME).unlink(missing_ok=True)
+        if not self.held:
+            return
+        (self.folder / OWNER_NAME).unlink(missing_ok=True)
+        if self._lock is not None:
             self._lock.release()
+        else:
+            fd, self._fd = self._fd, None
+            os.close(fd)  # closing the last descriptor of the open file description drops the flock
 
     def __enter__(self) -> CacheLock:
         return self.acquire()

@@ -7,8 +7,28 @@ traceback.
 """
 
 
+import re
+
+#: Control characters (C0, DEL, C1) and the Unicode bidirectional overrides: a name holding them could
+#: move the cursor, recolour or rewrite a terminal line, or reorder the text around it.
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with every control character written as an escape (ESC → '\\x1b', newline → '\\n'), so
+    that printing a file, preset or object name can never drive the terminal."""
+    def escaped(match: re.Match) -> str:
+        char = match.group()
+        return {"\n": "\\n", "\t": "\\t", "\r": "\\r"}.get(char) or (
+            f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}")
+    return _CONTROLS.sub(escaped, str(text))
+
+
 class MochiError(Exception):
-    """A user-facing error whose message is one complete sentence."""
+    """A user-facing error whose message is one complete sentence (control characters escaped)."""
+
+    def __init__(self, message: str = "", *args):
+        super().__init__(escape_controls(message), *args)
 
 
 class SimulationDiverged(MochiError):

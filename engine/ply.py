@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 import numpy as np
-from plyfile import PlyData, PlyElement
+from plyfile import PlyData, PlyElement, PlyListProperty
 
 from .atomic import write_atomic
 from .errors import MochiError
@@ -39,6 +39,29 @@ def write_points(path: str | os.PathLike, columns: dict[str, np.ndarray]) -> Non
     write_atomic(path, lambda handle: PlyData([PlyElement.describe(table, "vertex")], byte_order="<").write(handle))
 
 
+#: Bytes a PLY header may take before 'end_header'.
+_HEADER_MAX_BYTES = 1 << 16
+
+
+def _check_vertex_count(path: Path) -> None:
+    """Refuse a PLY whose header claims more vertices than its file could hold (one byte each at the
+    least), before anything that large is allocated.
+
+    Raises:
+        MochiError: naming the claimed count and the file size.
+    """
+    with open(path, "rb") as handle:
+        header = handle.read(_HEADER_MAX_BYTES)
+    end = header.find(b"end_header")
+    for line in header[:end if end >= 0 else None].splitlines():
+        words = line.split()
+        if len(words) == 3 and words[0] == b"element" and words[1] == b"vertex" and words[2].isdigit():
+            claimed, size = int(words[2]), path.stat().st_size
+            if claimed > size:
+                raise MochiError(f"'{path}' claims {claimed:,} vertices in {size:,} bytes (damaged or not a point "
+                                 "PLY).")
+
+
 def read_points(path: str | os.PathLike, required: tuple[str, ...] = ("x", "y", "z", "radius")) -> dict[str, np.ndarray]:
     """Read the 'vertex' element of a PLY file as property name → 1-D array.
 
@@ -48,13 +71,23 @@ def read_points(path: str | os.PathLike, required: tuple[str, ...] = ("x", "y", 
     path = Path(path)
     if not path.is_file():
         raise MochiError(f"The file '{path}' does not exist.")
+    _check_vertex_count(path)
     try:
         data = PlyData.read(str(path))
         vertex = data["vertex"]
         names = [p.name for p in vertex.properties]
+        lists = [p.name for p in vertex.properties if isinstance(p, PlyListProperty)]
+        if lists:
+            raise MochiError(f"'{path}' has the list property '{lists[0]}' on its vertices; a point PLY holds one "
+                             "number per property and vertex.")
         columns = {name: np.asarray(vertex[name]) for name in names}
+    except MochiError:
+        raise
     except KeyError:
         raise MochiError(f"'{path}' has no 'vertex' element, so it holds no particles.") from None
+    except MemoryError:
+        raise MochiError(f"'{path}' claims more vertices than this machine can hold; it is not a readable PLY "
+                         "file.") from None
     except Exception as exc:  # plyfile raises many types for malformed input
         raise MochiError(f"'{path}' is not a readable PLY file ({exc}).") from None
     missing = [name for name in required if name not in columns]

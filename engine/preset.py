@@ -103,11 +103,24 @@ class Preset:
 # --- validation helpers -------------------------------------------------------------------------
 
 
+#: Largest magnitude of any number in a preset: a value that parses (1e308) but would overflow the
+#: physics (mass, stiffness × overlap) in float32 or float64 is refused here, not met as a ZeroDivisionError.
+NUMBER_LIMIT = 1.0e15
+#: Largest coordinate, offset, velocity or acceleration component [m, m/s, m/s²]: far beyond any scene,
+#: far below float32's 3.4e38, whose neighbourhood turns grid sizes negative.
+VECTOR_LIMIT = 1.0e6
+#: Integers are int32 in the engine (object ids, counts).
+INTEGER_LIMIT = 2**31 - 1
+#: Mesh copies of one emitter: each is packed and simulated; more is a mistake, not a scene.
+MAX_COPIES = 1000
+
+
 class _Checker:
     def __init__(self, source: str):
         self.source = source
 
     def fail(self, where: str, message: str):
+        """Raise the sentence '<source>: <where> <message>.'"""
         raise MochiError(f"{self.source}: {where} {message}.")
 
     def table(self, data: Any, where: str, allowed: set[str]) -> dict:
@@ -129,6 +142,12 @@ class _Checker:
         ok = isinstance(value, int) if integer else isinstance(value, (int, float))
         if isinstance(value, bool) or not ok or (not integer and not math.isfinite(value)):
             self.fail(f"{where} {key}", f"must be {kind}{' or ' + repr(AUTO) if allow_auto else ''}, not {value!r}")
+        limit = INTEGER_LIMIT if integer else NUMBER_LIMIT
+        high = limit if high is None else min(high, limit)
+        if low is None or low < -limit:
+            low_bound = -limit
+            if value < low_bound:
+                self.fail(f"{where} {key}", f"must be ≥ {low_bound:g}, not {value!r}")
         if low is not None and (value < low or (low_open and value == low)):
             self.fail(f"{where} {key}", f"must be {'>' if low_open else '≥'} {low}, not {value!r}")
         if high is not None and value > high:
@@ -141,7 +160,9 @@ class _Checker:
         value = data[key]
         if (not isinstance(value, list) or len(value) != length
                 or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in value)):
-            self.fail(f"{where} {key}", f"must be a list of {length} numbers, not {value!r}")
+            self.fail(f"{where} {key}", f"must be a list of {length} numbers, not {_short(value)}")
+        if any(abs(x) > VECTOR_LIMIT for x in value):
+            self.fail(f"{where} {key}", f"must have components within ±{VECTOR_LIMIT:g}, not {_short(value)}")
         return tuple(float(x) for x in value)
 
     def boolean(self, data: dict, where: str, key: str, default: bool) -> bool:
@@ -161,6 +182,12 @@ class _Checker:
         if choices is not None and value not in choices:
             self.fail(f"{where} {key}", f"must be one of {', '.join(choices)}, not {value!r}")
         return value
+
+
+def _short(value) -> str:
+    """``repr(value)`` cut to 60 characters (a hostile value can be megabytes long)."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 TOP_KEYS = {"scene", "time", "contact", "domain", "gravity", "materials", "fields", "emitters", "colliders"}
@@ -194,13 +221,17 @@ def parse_preset(data: dict, source: str) -> Preset:
     if "dt" in time and "substeps" in time:
         c.fail("[time]", "sets both dt and substeps; give one of them")
 
+    raw_materials = data.get("materials", [{}])
+    if not isinstance(raw_materials, list) or not raw_materials:
+        c.fail("[[materials]]", "must list at least one material (leave the key out for the default one)")
     materials = []
-    for index, raw in enumerate(data.get("materials", [{}])):
+    for index, raw in enumerate(raw_materials):
         where = f"[[materials]] #{index + 1}"
         m = c.table(raw, where, MATERIAL_KEYS)
         materials.append({
             "name": c.string(m, where, "name", f"material{index}"),
-            "density": c.number(m, where, "density", 2500.0, low=0, low_open=True),
+            # Osmium, the densest element, is 22,590 kg/m³.
+            "density": c.number(m, where, "density", 2500.0, low=0, low_open=True, high=1.0e5),
             "restitution": c.number(m, where, "restitution", 0.5, low=0, high=1, low_open=True),
             "friction": c.number(m, where, "friction", 0.5, low=0),
             "rolling_friction": c.number(m, where, "rolling_friction", 0.0, low=0),
@@ -211,7 +242,10 @@ def parse_preset(data: dict, source: str) -> Preset:
         c.fail("[[materials]]", "has two materials with the same name")
 
     fields = []
-    for index, raw in enumerate(data.get("fields", [])):
+    raw_fields = data.get("fields", [])
+    if not isinstance(raw_fields, list):
+        c.fail("[[fields]]", "must be a list of tables")
+    for index, raw in enumerate(raw_fields):
         where = f"[[fields]] #{index + 1}"
         f = c.table(raw, where, FIELD_KEYS)
         kind = c.string(f, where, "type", None, choices=FIELD_KINDS)
@@ -246,7 +280,10 @@ def parse_preset(data: dict, source: str) -> Preset:
         fields.append(entry)
 
     emitters = []
-    for index, raw in enumerate(data.get("emitters", [])):
+    raw_emitters = data.get("emitters", [])
+    if not isinstance(raw_emitters, list):
+        c.fail("[[emitters]]", "must be a list of tables")
+    for index, raw in enumerate(raw_emitters):
         emitters.append(_parse_emitter(c, raw, f"[[emitters]] #{index + 1}", names, Path(source).parent))
     if not emitters:
         c.fail("the file", "has no [[emitters]], so the scene would have no particles")
@@ -258,11 +295,11 @@ def parse_preset(data: dict, source: str) -> Preset:
         source=source,
         name=c.string(scene, "[scene]", "name", Path(source).stem),
         description=c.string(scene, "[scene]", "description", ""),
-        fps=c.number(scene, "[scene]", "fps", 25.0, low=0, low_open=True),
-        frames=c.number(scene, "[scene]", "frames", 10, low=1, integer=True),
+        fps=c.number(scene, "[scene]", "fps", 25.0, low=0, low_open=True, high=10_000),
+        frames=c.number(scene, "[scene]", "frames", 10, low=1, high=1_048_574, integer=True),
         seed=c.number(scene, "[scene]", "seed", 0, low=0, integer=True),
         up_axis=c.string(scene, "[scene]", "up", "y", choices=("y", "z")).upper(),
-        dt=c.number(time, "[time]", "dt", None, low=0, low_open=True, allow_auto=True),
+        dt=c.number(time, "[time]", "dt", None, low=0, low_open=True, high=1.0, allow_auto=True),
         substeps=c.number(time, "[time]", "substeps", None, low=1, integer=True),
         stiffness=c.number(time, "[time]", "stiffness", None, low=0, low_open=True, allow_auto=True),
         rebuild_interval=c.number(time, "[time]", "rebuild_interval", 10, low=1, integer=True),
@@ -312,7 +349,13 @@ def _parse_emitter(c: _Checker, raw: Any, where: str, material_names: list[str],
     copies = e.get("copies", [[0.0, 0.0, 0.0]])
     if not isinstance(copies, list) or not copies:
         c.fail(f"{where} copies", "must be a non-empty list of [x, y, z] offsets")
+    if len(copies) > MAX_COPIES:
+        c.fail(f"{where} copies", f"lists {len(copies):,} copies; at most {MAX_COPIES:,} are allowed")
     copy_offsets = tuple(c.vector({"copies": v}, where, "copies", None) for v in copies)
+    if len(set(copy_offsets)) != len(copy_offsets):
+        twice = next(o for o in copy_offsets if copy_offsets.count(o) > 1)
+        c.fail(f"{where} copies", f"lists the offset {list(twice)} twice (two copies in one place overlap "
+                                  "completely)")
     lo = c.vector(e, where, "lo", (0.0, 0.0, 0.0))
     hi = c.vector(e, where, "hi", (1.0, 1.0, 1.0))
     if kind == "box" and any(h <= l for l, h in zip(lo, hi)):
@@ -321,7 +364,8 @@ def _parse_emitter(c: _Checker, raw: Any, where: str, material_names: list[str],
         kind=kind, count=count, lo=lo, hi=hi, radius=radius, material=material,
         velocity=c.vector(e, where, "velocity", (0.0, 0.0, 0.0)),
         angular_velocity=c.vector(e, where, "angular_velocity", (0.0, 0.0, 0.0)),
-        object_id=c.number(e, where, "object_id", 0, low=0, integer=True),
+        # Each copy takes the next id: the last one must still be an int32.
+        object_id=c.number(e, where, "object_id", 0, low=0, high=INTEGER_LIMIT - len(copy_offsets) + 1, integer=True),
         path=str((folder / path).resolve()) if path else "",
         small_ratio=c.number(e, where, "small_ratio", 0.5, low=0, high=1, low_open=True),
         shell=c.number(e, where, "shell", 0, low=0, integer=True),
@@ -336,6 +380,10 @@ def _parse_emitter(c: _Checker, raw: Any, where: str, material_names: list[str],
         glue_stiffness=c.number(e, where, "glue_stiffness", 0.0, low=0))
 
 
+#: Largest preset file read [bytes] (the largest shipped preset is a few kB).
+PRESET_MAX_BYTES = 16 * 2**20
+
+
 def read_preset_document(path: str | Path) -> dict:
     """A preset file's TOML document, not validated yet (``parse_preset`` does that; a wedge edits
     the document first).
@@ -346,10 +394,15 @@ def read_preset_document(path: str | Path) -> dict:
     path = Path(path)
     if not path.is_file():
         raise MochiError(f"The preset '{path}' does not exist.")
+    if path.stat().st_size > PRESET_MAX_BYTES:
+        raise MochiError(f"The preset '{path}' is {path.stat().st_size:,} bytes; a preset is a short text file "
+                         f"(at most {PRESET_MAX_BYTES // 2**20} MiB).")
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise MochiError(f"{path}: not valid TOML ({exc}).") from None
+    except RecursionError:
+        raise MochiError(f"{path}: its tables or lists are nested too deeply to be a preset.") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise MochiError(f"Cannot read the preset '{path}' ({exc}).") from None
 

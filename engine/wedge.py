@@ -24,6 +24,11 @@ from .errors import MochiError
 from .preset import Preset, parse_preset, preset_inputs, read_preset_document
 
 WEDGE_MANIFEST = "wedge.json"
+#: Most combinations one wedge may have: each is a bake, so more is a typo (seed=1..1000000), and the
+#: count is refused before any list of values or combinations is built.
+MAX_VARIANTS = 10_000
+#: Longest file name most file systems take [bytes].
+NAME_MAX_BYTES = 255
 
 
 @dataclass(frozen=True)
@@ -86,9 +91,16 @@ def parse_vary(text: str) -> WedgeAxis:
             raise MochiError(f"--vary {name}: the range '{values_text}' must be two integers, A..B.") from None
         if high_value < low_value:
             raise MochiError(f"--vary {name}: the range '{values_text}' is empty ({high_value} < {low_value}).")
+        if high_value - low_value + 1 > MAX_VARIANTS:
+            raise MochiError(f"--vary {name}: the range '{values_text}' has {high_value - low_value + 1:,} values; a "
+                             f"wedge bakes at most {MAX_VARIANTS:,} variants.")
         values = tuple(range(low_value, high_value + 1))
     else:
-        values = tuple(_number(name, part.strip(), setting.integer) for part in values_text.split(","))
+        parts = values_text.split(",")
+        if len(parts) > MAX_VARIANTS:
+            raise MochiError(f"--vary {name} lists {len(parts):,} values; a wedge bakes at most {MAX_VARIANTS:,} "
+                             "variants.")
+        values = tuple(_number(name, part.strip(), setting.integer) for part in parts)
     if not values:
         raise MochiError(f"--vary {name} has no values.")
     if len(set(values)) != len(values):
@@ -108,7 +120,12 @@ def _number(name: str, text: str, integer: bool) -> float | int:
 
 
 def _format_value(value: float | int) -> str:
-    return str(value) if isinstance(value, int) else f"{value:g}"
+    """The shortest text that reads back as ``value`` (0.3, 0.3000001, 1e-05): two values never print
+    alike, so two variants never share a folder or a label."""
+    if isinstance(value, int):
+        return str(value)
+    short = f"{value:g}"  # '0.3', '-1', '1e-05' when exact; else every digit repr needs
+    return short if float(short) == value else repr(float(value))
 
 
 @dataclass(frozen=True)
@@ -149,11 +166,22 @@ def expand(axes: list[WedgeAxis], out: str | os.PathLike) -> list[WedgeVariant]:
     twice = sorted({name for name in names if names.count(name) > 1})
     if twice:
         raise MochiError(f"--vary {twice[0]} is given twice; list all its values in one --vary.")
+    total = math.prod(len(axis.values) for axis in axes)
+    if total > MAX_VARIANTS:
+        raise MochiError(f"This wedge has {total:,} combinations; a wedge bakes at most {MAX_VARIANTS:,} variants.")
     out = Path(out)
     variants = []
+    folders: dict[str, int] = {}
     for index, combination in enumerate(itertools.product(*(axis.values for axis in axes)), start=1):
         values = dict(zip(names, combination))
-        variants.append(WedgeVariant(index, values, out / folder_name(values)))
+        name = folder_name(values)
+        if len(name.encode("utf-8")) > NAME_MAX_BYTES:
+            raise MochiError(f"The folder name of combination {index} ('{name[:40]}…') is longer than "
+                             f"{NAME_MAX_BYTES} bytes; vary fewer settings or use shorter values.")
+        if name in folders:  # cannot happen with exact values, but two bakes must never share a folder
+            raise MochiError(f"Combinations {folders[name]} and {index} would share the folder '{name}'.")
+        folders[name] = index
+        variants.append(WedgeVariant(index, values, out / name))
     return variants
 
 
@@ -180,18 +208,23 @@ def variant_preset(document: dict, source: str, values: dict) -> Preset:
 
 
 def check_folders(variants: list[WedgeVariant], *, resume: bool, overwrite: bool) -> None:
-    """Refuse, before baking anything, to touch a folder that holds a bake unless told to.
+    """Refuse, before baking anything, a variant folder that holds anything but Mochi's own files, or a
+    bake that neither ``resume`` nor ``overwrite`` allows touching (``engine.bake.check_bake_folder``).
 
     Raises:
-        MochiError: a variant folder with a bake, and neither ``resume`` nor ``overwrite``.
+        MochiError: naming the folder and what is wrong with it.
     """
-    if resume or overwrite:
-        return
+    from .bake import check_bake_folder
+
     for variant in variants:
-        manifest = read_manifest(variant.folder) if variant.folder.is_dir() else None
-        if manifest and manifest.get("frames_completed", 0) >= 1:
-            raise MochiError(f"'{variant.folder}' already holds a bake of {manifest['frames_completed']} frames; "
-                             "use --resume to continue the wedge or --overwrite to bake it again.")
+        try:
+            check_bake_folder(variant.folder, overwrite=overwrite or resume, resume=False)
+        except MochiError as exc:
+            if "already holds a bake" in str(exc):
+                manifest = read_manifest(variant.folder)
+                raise MochiError(f"'{variant.folder}' already holds a bake of {manifest['frames_completed']} frames; "
+                                 "use --resume to continue the wedge or --overwrite to bake it again.") from None
+            raise
 
 
 @dataclass
@@ -236,7 +269,7 @@ def bake_variant(preset_path: str, variant: WedgeVariant, options: WedgeBakeOpti
         manifest = read_manifest(variant.folder) if variant.folder.is_dir() else None
         resuming = options.resume and manifest is not None and manifest.get("frames_completed", 0) >= 1
         setup = None if resuming else setup_from_preset(preset, particles=options.particles)
-        progress = bake(setup, variant.folder, frames=options.frames or preset.frames, backend=options.backend,
+        progress = bake(setup, variant.folder, frames=preset.frames if options.frames is None else options.frames, backend=options.backend,
                         # --resume continues the variants that have a bake and starts the others (a
                         # farm task retried, or run for the first time, does the right thing either way).
                         resume=resuming, overwrite=options.overwrite,

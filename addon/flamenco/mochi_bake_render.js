@@ -79,13 +79,19 @@ function compileJob(job) {
     }
 }
 
+// Background mode with script auto-run off (never "-y", see authorBakeTask).
+const BLENDER_ARGS = "-b --disable-autoexec";
+
 // The task type of a bake: GPU bakes only on workers that list 'mochi-gpu'.
 function bakeTaskType(backend) {
     return GPU_BACKENDS.indexOf(backend) >= 0 ? "mochi-gpu" : "blender";
 }
 
-// `blender -b -y FILE.blend --command mochi bake ...`: the same bake as the Bake button; it saves the
-// job's copy of the .blend with its playback object, which the render tasks then open.
+// `blender -b --disable-autoexec FILE.blend --command mochi bake ...`: the same bake as the Bake button;
+// it saves the job's copy of the .blend with its playback object, which the render tasks then open.
+// The Manager's {blenderArgs} is "-b -y" by default, and -y would run any Python a submitted .blend
+// carries (drivers, registered text blocks) on every worker: Mochi needs none, so script auto-run is
+// kept off explicitly instead.
 function authorBakeTask(settings) {
     const task = author.Task("mochi-bake", bakeTaskType(settings.backend));
     let args = ["--command", "mochi", "bake", "--out", settings.cache_folder, "--backend", settings.backend];
@@ -94,7 +100,7 @@ function authorBakeTask(settings) {
     }
     task.addCommand(author.Command("blender-render", {
         exe: "{blender}",
-        exeArgs: "{blenderArgs}",
+        exeArgs: BLENDER_ARGS,
         argsBefore: [],
         blendfile: settings.blendfile,
         args: args,
@@ -109,7 +115,7 @@ function authorRenderTasks(settings, renderOutput) {
         const task = author.Task(`render-${chunk}`, "blender");
         task.addCommand(author.Command("blender-render", {
             exe: "{blender}",
-            exeArgs: "{blenderArgs}",
+            exeArgs: BLENDER_ARGS,
             argsBefore: [],
             blendfile: settings.blendfile,
             args: [

@@ -10,7 +10,8 @@ from tqdm import tqdm
 
 from ..backends import BACKEND_NAMES
 from ..budget import DEFAULT_MAX_STEPS_PER_FRAME
-from ..errors import MochiError
+from ..errors import MochiError, escape_controls
+from .checks import MAX_FRAMES, MAX_PARTICLES, integer_in
 
 
 def register(subparsers) -> None:
@@ -38,6 +39,8 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    integer_in(args.frames, "--frames", 1, MAX_FRAMES)
+    integer_in(args.particles, "--particles", 1, MAX_PARTICLES)
     if args.scene.endswith(".blend"):
         from .blender_bridge import run_headless
 
@@ -49,7 +52,7 @@ def run(args) -> int:
         extra = ["bake", args.scene] + (["--backend", args.backend] if args.backend else [])
         if args.out:
             extra += ["--out", args.out]
-        if args.frames:
+        if args.frames is not None:
             extra += ["--frames", str(args.frames)]
         if args.resume:
             extra.append("--resume")
@@ -67,6 +70,10 @@ def run(args) -> int:
                          "overwrite replaces it.")
     if args.max_steps_per_frame < 0:
         raise MochiError(f"--max-steps-per-frame must be 0 (no budget) or positive, not {args.max_steps_per_frame}.")
+    from ..bake import check_bake_folder
+
+    if not args.resume:  # a resume packs nothing; bake() says first whether there is a bake to resume
+        check_bake_folder(out, overwrite=args.overwrite)  # before any packing or estimate
     preset = load_preset(args.scene)
     frames = args.frames if args.frames is not None else preset.frames
     setup = None
@@ -91,7 +98,7 @@ def run(args) -> int:
                                      log=lambda message: print(message, file=sys.stderr))
             for line in estimate.lines():
                 print(f"  {line}", file=sys.stderr)
-    bar = tqdm(total=frames, desc=preset.name, unit="frame", file=sys.stderr, dynamic_ncols=True)
+    bar = tqdm(total=frames, desc=escape_controls(preset.name), unit="frame", file=sys.stderr, dynamic_ncols=True)
 
     shown = [0.0]
 
@@ -119,7 +126,7 @@ def run(args) -> int:
     seconds = time.perf_counter() - began
     t = progress.timings
     rate = progress.particle_count * t.steps / t.total_s if t.total_s > 0 else 0.0
-    print(f"Baked frames 1–{progress.frames_done} of '{preset.name}' ({progress.particle_count:,} particles, "
+    print(f"Baked frames 1–{progress.frames_done} of '{escape_controls(preset.name)}' ({progress.particle_count:,} particles, "
           f"{progress.backend_name}) in {seconds:.1f} s, {t.steps} steps at {rate:.3g} particle-steps/s "
           f"-> {out}")
     return 0

@@ -26,8 +26,13 @@ def run(args) -> int:
     from ..preset import load_preset
     from ..scene import setup_from_preset
 
+    from .checks import MAX_PARTICLES, integer_in
+
     if args.steps < 1:
         raise MochiError(f"--steps must be at least 1, not {args.steps}.")
+    integer_in(args.steps, "--steps", 1, 10_000_000)
+    integer_in(args.warmup, "--warmup", 0, 10_000_000)
+    integer_in(args.particles, "--particles", 1, MAX_PARTICLES)
     preset = load_preset(args.preset)
     replace = read_particles(args.state) if args.state else None
     setup = setup_from_preset(preset, particles=args.particles, replace_particles=replace)

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from ..errors import MochiError
+from .checks import MAX_FRAMES, integer_in, number_in
 
 
 def register(subparsers) -> None:
@@ -34,6 +35,9 @@ def run(args) -> int:
     cache = Path(args.cache)
     if args.follow and not args.usd:
         raise MochiError("--follow goes with --usd.")
+    # A NaN idle time compares false with everything: the follower would never stop.
+    number_in(args.idle, "--idle", 0.0, 7 * 24 * 3600.0)
+    integer_in(args.until, "--until", 1, MAX_FRAMES)
     if args.usd and args.follow:
         from ..export.usd import follow_cache_to_usd
 
@@ -57,8 +61,14 @@ def run(args) -> int:
         from ..cache import read_manifest
         from .blender_bridge import run_headless
 
-        if (read_manifest(cache) if cache.is_dir() else None) is None:
+        from ..export.usd import checked_frame
+
+        manifest = read_manifest(cache) if cache.is_dir() else None
+        if manifest is None:
             raise MochiError(f"'{cache}' is not a Mochi cache folder (no manifest.json).")
+        # Blender's exporter reads the frames without checks: every one is proved intact first.
+        for frame in range(1, manifest["frames_completed"] + 1):
+            checked_frame(cache, manifest, frame)
         status = run_headless([str(cache.resolve()), str(Path(args.abc).resolve())], script="export_alembic_cli.py")
         if status != 0:
             return status

@@ -15,6 +15,9 @@ def register(subparsers) -> None:
 def run(args) -> int:
     from ..bake import free_bake
 
+    from ..errors import escape_controls
+
     frames = free_bake(args.cache)
-    print(f"Freed the bake of {frames} frames in '{args.cache}'.")
+    print(f"Freed the bake of {frames} frames in '{escape_controls(args.cache)}'; the folder and any other files in "
+          "it stay.")
     return 0

@@ -1,8 +1,11 @@
 """Entry point of the ``mochi`` console script.
 
 Every subcommand module exposes ``register(subparsers)`` (adds its parser and sets ``func``) and
-``run(args) -> int``. A ``MochiError`` becomes one sentence on stderr and exit status 2; anything else
-is a bug and keeps its traceback.
+``run(args) -> int``. ``main`` is the one guard of every command: a ``MochiError`` becomes its sentence
+on stderr and exit status 2; so do what hostile input can raise past the checks (a file nested too
+deeply: RecursionError; a size no check foresaw: MemoryError; the file system: OSError) and Ctrl-C at
+any moment (KeyboardInterrupt, exit 130), each as one sentence. Anything else is a bug and keeps its
+traceback. Every sentence is printed with its control characters escaped.
 """
 
 from __future__ import annotations
@@ -11,8 +14,10 @@ import argparse
 import importlib
 import sys
 
+import errno
+
 from .. import __version__
-from ..errors import MochiError
+from ..errors import MochiError, escape_controls
 
 SUBCOMMANDS = ("bake", "contacts", "bench", "pack", "render_preview", "free", "export", "wedge", "preset")
 
@@ -33,17 +38,46 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+#: Exit status of a refusal or failure, and of an interrupted command (128 + SIGINT, as shells do).
+EXIT_ERROR = 2
+EXIT_INTERRUPTED = 130
+
+
+def _say(sentence: str) -> None:
+    """Print one error sentence on stderr (control characters escaped), whatever state stderr is in."""
     try:
+        print(f"mochi: error: {escape_controls(sentence)}", file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass  # a closed or full stderr: the exit status still says it
+
+
+def _os_sentence(exc: OSError) -> str:
+    what = exc.strerror or str(exc) or type(exc).__name__
+    if exc.errno == errno.ENAMETOOLONG:
+        what = "a file name is longer than the file system allows (255 bytes per name)"
+    where = f" '{exc.filename}'" if exc.filename is not None else ""
+    return f"Cannot use{where}: {what}."
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
         return int(args.func(args) or 0)
     except MochiError as exc:
-        print(f"mochi: error: {exc}", file=sys.stderr)
-        return 2
+        _say(str(exc))
     except KeyboardInterrupt:
-        print("mochi: interrupted; complete frames are kept (use --resume to continue).", file=sys.stderr)
-        return 130
+        _say("Interrupted; complete frames are kept (a bake continues with --resume).")
+        return EXIT_INTERRUPTED
+    except RecursionError:
+        _say("An input is nested too deeply to be read (a preset, manifest or JSON file of thousands of nested "
+             "tables or lists).")
+    except MemoryError:
+        _say("This machine ran out of memory for that input; it asks for far more than a scene of this size "
+             "needs (check its counts, sizes and --particles).")
+    except OSError as exc:
+        _say(_os_sentence(exc))
+    return EXIT_ERROR
 
 
 if __name__ == "__main__":

@@ -35,8 +35,17 @@ def run(args) -> int:
     from ..packing import pack_mesh_file
     from ..ply import write_points
 
+    from .checks import MAX_PARTICLES, integer_in, number_in
+
     if not args.out.lower().endswith(".ply"):
         raise MochiError(f"The output '{args.out}' must be a .ply file.")
+    number_in(args.radius, "--radius", 1e-9, 1e6)
+    number_in(args.fit, "--fit", 1e-9, 1e6)
+    integer_in(args.count, "--count", 1, MAX_PARTICLES)
+    integer_in(args.shell, "--shell", 0, 10_000)
+    integer_in(args.seed, "--seed", 0, 2**32 - 1)
+    number_in(args.small_ratio, "--small-ratio", 1e-6, 1.0)
+    number_in(args.jitter, "--jitter", 0.0, 0.5)
     began = time.perf_counter()
     result = pack_mesh_file(args.mesh, radius=args.radius, count=args.count, small_ratio=args.small_ratio,
                             shell_layers=args.shell, seed=args.seed, jitter=args.jitter, fit=args.fit)

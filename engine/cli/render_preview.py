@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 
+#: Largest image side [pixels] (Blender's own limit is 65,536; 16K is the largest any preview needs) and
+#: samples per pixel: a 200000 × 200000 image would need 600 GB of memory.
+MAX_RESOLUTION = 16_384
+MAX_SAMPLES = 65_536
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser("render-preview", help="render one cached frame to PNG with Cycles (needs bpy)",
                               description="Render frame F of a Mochi cache with Cycles, headless, to a PNG.")
@@ -20,7 +26,13 @@ def run(args) -> int:
     from ..errors import MochiError
     from .blender_bridge import run_headless
 
+    from .checks import MAX_FRAMES, integer_in
+
     # Everything that can be checked without Blender is checked before it starts (a render takes seconds).
+    integer_in(args.frame, "--frame", 1, MAX_FRAMES)
+    integer_in(args.samples, "--samples", 1, MAX_SAMPLES)
+    for size in args.resolution:
+        integer_in(size, "--resolution", 1, MAX_RESOLUTION)
     check_output_file(args.out, suffix=".png")
     manifest = read_manifest(args.cache)
     if manifest is None:

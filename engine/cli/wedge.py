@@ -60,6 +60,13 @@ def run(args) -> int:
     from ..preset import read_preset_document
     from ..wedge import WedgeBakeOptions, WedgeRecord, bake_wedge, check_folders, expand, parse_vary, variant_preset
 
+    from .checks import MAX_FRAMES, MAX_PARTICLES, integer_in
+
+    # --frames 0 must not mean 'the preset's frames' (0 is falsy): refused, as by mochi bake.
+    integer_in(args.frames, "--frames", 1, MAX_FRAMES)
+    integer_in(args.particles, "--particles", 1, MAX_PARTICLES)
+    integer_in(args.jobs, "--jobs", 1, 4096)
+    integer_in(args.gpus, "--gpus", 1, 1024)
     axes = [parse_vary(text) for text in args.vary]
     out = Path(args.out)
     variants = expand(axes, out)

@@ -45,6 +45,7 @@ from typing import Callable
 import numpy as np
 
 from ..cache import frame_path, read_frame, read_manifest
+from ..cache_integrity import check_frame_digest
 from ..errors import MochiError
 
 ROOT_PRIM = "/Mochi"
@@ -119,7 +120,12 @@ def _export_atomic(layer, path: Path) -> None:
     """Write an Sdf layer to ``path`` under a temporary name, then rename it."""
     tmp = _temporary_beside(path)
     try:
-        if not layer.Export(str(tmp)):
+        try:
+            written = layer.Export(str(tmp))
+        except Exception as exc:  # noqa: BLE001  USD reports a failed write (a full disk) as Tf.ErrorException
+            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[-1][:160]
+            raise OSError(f"USD could not write {tmp.name} ({reason})") from None
+        if not written:
             raise OSError(f"USD could not write {tmp.name}")
         os.replace(tmp, path)
     except OSError as exc:
@@ -253,6 +259,26 @@ def _previous_export(stage_path: Path, *, overwrite: bool) -> dict | None:
     return dict(mark)
 
 
+def checked_frame(cache: Path, manifest: dict, frame: int) -> dict[str, np.ndarray]:
+    """The columns of cache frame ``frame`` after proving it is the frame the bake wrote: its SHA-256
+    is the manifest's, it holds the manifest's particle count and only finite positions, velocities and
+    radii. Exports call this for every frame they read.
+
+    Raises:
+        MochiError: a frame that is damaged, edited, of another size or not finite.
+    """
+    path = frame_path(cache, frame)
+    check_frame_digest(cache, manifest, frame, path.name)
+    columns = read_frame(cache, frame)
+    if len(columns["x"]) != manifest["particle_count"]:
+        raise MochiError(f"Frame {frame} '{path}' holds {len(columns['x']):,} particles where the manifest lists "
+                         f"{manifest['particle_count']:,} (damaged), so it is not exported.")
+    if not all(np.isfinite(columns[k]).all() for k in ("x", "y", "z", "vx", "vy", "vz", "radius")):
+        raise MochiError(f"Frame {frame} '{path}' holds non-finite positions, velocities or radii (damaged), so it "
+                         "is not exported.")
+    return columns
+
+
 @dataclass
 class UsdExport:
     """What an export did.
@@ -314,7 +340,7 @@ def export_cache_to_usd(cache: str | os.PathLike, stage_path: str | os.PathLike,
         current = (same_cache and layer_path.is_file()
                    and layer_path.stat().st_mtime_ns >= frame_path(cache, frame).stat().st_mtime_ns)
         if not current:
-            write_frame_layer(layer_path, timing.time_code(frame), frame_values(read_frame(cache, frame)))
+            write_frame_layer(layer_path, timing.time_code(frame), frame_values(checked_frame(cache, manifest, frame)))
             result.written += 1
         if on_frame:
             on_frame(frame, frames)

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from engine.bake import bake
+from engine.cache_integrity import with_manifest_digest
 from engine.cache_lock import CacheLock
 from engine.cli.main import main
 from engine.errors import MochiError
@@ -100,13 +101,16 @@ def test_kill_at_a_random_point_then_resume_is_byte_identical(seed, reference, t
 
 
 def test_a_bake_killed_before_recording_frame_1_starts_again(reference, tmp_path):
-    """Killed between writing frame 1 and writing the manifest: the frame is the killed bake's (the
-    folder has Mochi's lock file), so a new bake replaces it; the same files in a folder Mochi never
-    used are someone else's and are refused."""
+    """Killed between writing frame 1 and recording it: the manifest of 0 frames, written before any
+    frame, makes the frame the killed bake's, so a new bake replaces it; the same files in a folder with
+    no manifest are someone else's and are refused."""
     frames, _ = reference
     out = tmp_path / "c"
     assert main(["bake", str(SAND), "--particles", PARTICLES, "--frames", "1", "--out", str(out)]) == 0
-    (out / "manifest.json").unlink()  # the state a kill leaves in that window
+    manifest = json.loads((out / "manifest.json").read_text())
+    # The state a kill leaves in that window: the start manifest (0 frames) beside frame 1.
+    manifest.update(frames_completed=0, file_digests={}, resume_history=False)
+    (out / "manifest.json").write_text(json.dumps(with_manifest_digest(manifest)))
     result = _cli("bake", str(SAND), "--particles", PARTICLES, "--frames", str(FRAMES), "--out", str(out))
     assert result.returncode == 0, result.stderr
     assert _frames(out) == frames
@@ -115,7 +119,7 @@ def test_a_bake_killed_before_recording_frame_1_starts_again(reference, tmp_path
     (foreign / "frame_0001.ply").write_bytes(b"someone else's file")
     result = _cli("bake", str(SAND), "--particles", PARTICLES, "--frames", "2", "--out", str(foreign))
     assert result.returncode == 2
-    assert "holds frame files that are not from a Mochi bake" in _one_sentence(result.stderr)
+    assert "holds 'frame_0001.ply', which is not from a Mochi bake" in _one_sentence(result.stderr)
     assert (foreign / "frame_0001.ply").read_bytes() == b"someone else's file"
 
 
@@ -257,8 +261,9 @@ MANIFEST_EDITS = {
     "frames_completed text": (lambda m: m.update(frames_completed="six"), "frames_completed = 'six'"),
     "frames_completed negative": (lambda m: m.update(frames_completed=-1), "frames_completed = -1"),
     "frames_completed too many": (lambda m: m.update(frames_completed=99), "Frame 6 of the 99"),
-    "frames_completed fewer": (lambda m: m.update(frames_completed=3), "contact history of frame 3"),
-    "frames_completed zero": (lambda m: m.update(frames_completed=0), "no complete frame"),
+    # Fewer frames than the folder holds: the frames after them are listed by nobody, so not Mochi's.
+    "frames_completed fewer": (lambda m: m.update(frames_completed=3), "holds 'frame_0005.ply', which is not from"),
+    "frames_completed zero": (lambda m: m.update(frames_completed=0), "holds 'frame_0002.ply', which is not from"),
     "particle_count": (lambda m: m.update(particle_count=0), "particle_count = 0"),
     "dt": (lambda m: m.update(dt="fast"), "dt = 'fast'"),
     "physics edited": (lambda m: m["physics"]["materials"][0].update(friction=0.9), "were edited"),
