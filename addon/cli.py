@@ -14,6 +14,7 @@ from pathlib import Path
 
 import bpy
 
+from ..engine.cache_files import check_blend_cache_folder
 from ..engine.errors import MochiError
 
 
@@ -47,7 +48,11 @@ def bake_open_file(*, frames: int | None, resume: bool, backend: str | None, out
     """Bake the scene of the open .blend; 0 on success, 1 when cancelled (Ctrl+C)."""
     from .bake_monitor import run_blocking, start_bake
 
-    if out is not None:
+    if out is None:
+        # Headless, nobody can confirm a cache folder that the .blend itself points outside its folder
+        # (the UI asks): such a folder must be named with --out (blender -b and `mochi bake` alike).
+        check_blend_cache_folder(bpy.data.filepath, bpy.context.scene.mochi.cache_directory)
+    else:
         # Kept relative to the .blend when given relative, as Blender's own paths are ('//...'), so the
         # scene still finds its cache when the project folder moves or a farm mounts it elsewhere.
         folder = Path(out)

@@ -62,14 +62,6 @@ def main(argv: list[str]) -> int:
             return 2
     package.register()
     try:
-        if args and args[0] == "bake" and not any(a == "--out" or a.startswith("--out=") for a in args[1:]):
-            errors = importlib.import_module("mochi.engine.errors")
-            cache_files = importlib.import_module("mochi.engine.cache_files")
-            try:
-                cache_files.check_blend_cache_folder(bpy.data.filepath, bpy.context.scene.mochi.cache_directory)
-            except errors.MochiError as exc:
-                print(f"mochi: error: {exc}", file=sys.stderr)
-                return 2
         return cli.run(args, prog="mochi")
     finally:
         package.unregister()
