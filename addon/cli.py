@@ -85,7 +85,7 @@ def export_preset(out: str, *, name: str | None, overwrite: bool) -> int:
     path = Path(out)
     if path.exists() and not overwrite:
         raise MochiError(f"'{path}' already exists; choose another file or add --overwrite.")
-    written = save_scene_preset(bpy.context, path, name=name or path.stem)
+    written = save_scene_preset(bpy.context, path, name=name or path.stem, overwrite=overwrite)
     print(f"mochi: wrote the preset {written}", flush=True)
     return 0
 

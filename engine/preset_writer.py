@@ -74,7 +74,8 @@ def write_mesh_ply(path: str | os.PathLike, vertices: np.ndarray, triangles: np.
     write_atomic(path, lambda handle: data.write(handle))
 
 
-def write_preset(path: str | os.PathLike, document: dict, meshes: dict[str, tuple[np.ndarray, np.ndarray]]) -> Path:
+def write_preset(path: str | os.PathLike, document: dict, meshes: dict[str, tuple[np.ndarray, np.ndarray]], *,
+                 overwrite: bool = False) -> Path:
     """Write ``document`` as the preset ``path`` and each mesh beside it under ``meshes/``.
 
     Args:
@@ -82,13 +83,16 @@ def write_preset(path: str | os.PathLike, document: dict, meshes: dict[str, tupl
         document: The preset's tables, as ``engine.preset.parse_preset`` reads them; mesh paths relative
             to the preset (``meshes/NAME.ply``).
         meshes: Relative path (as named in the document) → (vertices [m] (V, 3), triangles (T, 3)).
+        overwrite: Replace a preset file or mesh file that exists already (else refused, before
+            anything is written: a meshes/Cube.ply beside OUT may be someone else's).
 
     Returns:
         The preset's absolute path.
 
     Raises:
-        MochiError: a path that is not a .toml, a folder that cannot be written, or a document that
-            would not read back as a valid preset (checked before anything is written).
+        MochiError: a path that is not a .toml, a folder that cannot be written, a file that exists
+            without ``overwrite``, or a document that would not read back as a valid preset (all
+            checked before anything is written).
     """
     import tomli_w
 
@@ -97,6 +101,10 @@ def write_preset(path: str | os.PathLike, document: dict, meshes: dict[str, tupl
         raise MochiError(f"A preset is a .toml file, not '{path.name}'.")
     text = tomli_w.dumps(document)
     parse_preset(tomllib.loads(text), str(path))  # refuse before writing what would not load
+    if not overwrite:
+        for target in [path, *(path.parent / relative for relative in meshes)]:
+            if os.path.lexists(target):
+                raise MochiError(f"'{target}' already exists; choose another folder or add --overwrite.")
     try:
         (path.parent / MESH_FOLDER).mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -51,8 +51,9 @@ def user_presets() -> list[Path]:
     return sorted([*folder.glob("*.toml"), *folder.glob("*/*.toml")], key=lambda p: p.stem) if folder else []
 
 
-def save_scene_preset(context, path: Path, *, name: str, description: str = "") -> Path:
-    """Snapshot the scene as a bake would and write it as the preset ``path`` with its meshes.
+def save_scene_preset(context, path: Path, *, name: str, description: str = "", overwrite: bool = False) -> Path:
+    """Snapshot the scene as a bake would and write it as the preset ``path`` with its meshes
+    (``overwrite``: replace files that exist already, else refused; see ``write_preset``).
 
     Raises:
         MochiError: an incomplete scene (as Bake says it), a deforming collider, an unwritable folder.
@@ -63,7 +64,7 @@ def save_scene_preset(context, path: Path, *, name: str, description: str = "") 
 
     settings = scene_blender_to_settings(context)
     document, meshes = settings_to_preset(settings, name=name, description=description)
-    return write_preset(path, document, meshes)
+    return write_preset(path, document, meshes, overwrite=overwrite)
 
 
 def apply_preset(preset, scene: bpy.types.Scene, active: bpy.types.Object | None) -> list[str]:
@@ -181,7 +182,8 @@ class MOCHI_OT_preset_save(bpy.types.Operator):
         stem = Path(mesh_file_name(name)).stem  # the name as a safe file name
         path = folder / stem / f"{stem}.toml"
         try:
-            save_scene_preset(context, path, name=name, description=self.description)
+            # The user preset folder is Mochi's own: saving a name again updates that preset.
+            save_scene_preset(context, path, name=name, description=self.description, overwrite=True)
         except MochiError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
