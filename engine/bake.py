@@ -97,10 +97,19 @@ class BakeProgress:
 
     @property
     def remaining_seconds(self) -> float | None:
-        """Estimated time to the last frame from the steps measured so far [s], or None before any."""
+        """Estimated time to the last frame [s], or None before any step.
+
+        With the estimate measured before a new bake (``estimate``, for these frames), the frames to
+        come keep their predicted cost profile (a pour gets dearer as it piles) scaled by how the frames
+        done compared with their prediction (``BakeEstimate.remaining_seconds``); without one, the mean
+        cost of the steps so far times the steps left.
+        """
         steps = self.timings.steps
         if steps == 0 or not self.steps_per_frame:
             return None
+        if self.estimate is not None and getattr(self.estimate, "frames", None) == self.frames_total \
+                and self.frames_done >= 1:
+            return self.estimate.remaining_seconds(self.frames_exact - 1, self.stepping_seconds)
         left = (self.frames_total - self.frames_done) * self.steps_per_frame - self.steps_into_frame
         return max(left, 0) * self.stepping_seconds / steps
 

@@ -59,7 +59,7 @@ def run(args) -> int:
         return run_headless(extra)
     if not args.out:
         raise MochiError("Give the cache folder with --out DIR.")
-    from ..bake import bake
+    from ..bake import BakeProgress, bake
     from ..cache import read_manifest
     from ..preset import load_preset, preset_inputs
     from ..scene import setup_from_preset
@@ -77,6 +77,7 @@ def run(args) -> int:
     preset = load_preset(args.scene)
     frames = args.frames if args.frames is not None else preset.frames
     setup = None
+    estimate = None  # measured before a new bake only
     backend = args.backend or "cpu"
     if args.resume:
         manifest = read_manifest(out) if out.is_dir() else None
@@ -98,6 +99,7 @@ def run(args) -> int:
                                      log=lambda message: print(message, file=sys.stderr))
             for line in estimate.lines():
                 print(f"  {line}", file=sys.stderr)
+    progress = BakeProgress(estimate=estimate)  # the estimate refines the remaining time as frames come
     bar = tqdm(total=frames, desc=escape_controls(preset.name), unit="frame", file=sys.stderr, dynamic_ncols=True)
 
     shown = [0.0]
@@ -115,7 +117,7 @@ def run(args) -> int:
     began = time.perf_counter()
     try:
         progress = bake(setup, out, frames=frames, backend=backend, resume=args.resume,
-                        overwrite=args.overwrite, on_frame=on_frame, on_step=on_frame,
+                        overwrite=args.overwrite, progress=progress, on_frame=on_frame, on_step=on_frame,
                         info={"preset": str(Path(args.scene).resolve()), "particles_requested": particles,
                               "up_axis": preset.up_axis},
                         inputs=preset_inputs(preset, particles=particles),

@@ -53,6 +53,26 @@ def test_progress_moves_within_a_frame_and_counts_down(tmp_path):
     assert all(r is not None and r >= 0 for r in remaining) and remaining[-1] == pytest.approx(0.0, abs=1e-9)
 
 
+def test_the_running_bake_refines_the_measured_estimate(tmp_path):
+    """With the estimate measured before the bake, the remaining time is the estimate's own profile
+    scaled by the frames done (BakeEstimate.remaining_seconds), not the plain mean cost per step."""
+    from engine.bake import BakeProgress
+    from engine.estimate import estimate_bake
+
+    setup = setup_from_preset(load_preset(SAND), particles=300)
+    estimate = estimate_bake(setup, frames=4)
+    seen = []
+
+    def on_frame(progress):
+        if 2 <= progress.frames_done < 4:  # frames stepped, and some still to come
+            seen.append((progress.remaining_seconds,
+                         estimate.remaining_seconds(progress.frames_exact - 1, progress.stepping_seconds)))
+
+    progress = bake(setup, tmp_path / "c", frames=4, progress=BakeProgress(estimate=estimate), on_frame=on_frame)
+    assert progress.estimate is estimate and seen
+    assert all(shown == pytest.approx(refined) for shown, refined in seen)
+
+
 def test_cli_prints_the_figures_before_baking(tmp_path, capsys):
     assert main(["bake", str(SAND), "--particles", "300", "--frames", "2", "--out", str(tmp_path / "c")]) == 0
     err = capsys.readouterr().err
