@@ -107,7 +107,8 @@ class BakeProgress:
         steps = self.timings.steps
         if steps == 0 or not self.steps_per_frame:
             return None
-        if self.estimate is not None and getattr(self.estimate, "frames", None) == self.frames_total \
+        # ``BakeEstimate.frames`` counts the frames stepped after frame 1 (the initial state).
+        if self.estimate is not None and getattr(self.estimate, "frames", None) == self.frames_total - 1 \
                 and self.frames_done >= 1:
             return self.estimate.remaining_seconds(self.frames_exact - 1, self.stepping_seconds)
         left = (self.frames_total - self.frames_done) * self.steps_per_frame - self.steps_into_frame
