@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+
 import numpy as np
 import pytest
 
@@ -32,3 +36,25 @@ def scene(positions, radius, *, velocities=None, gravity=(0.0, 0.0, 0.0), lo=(-1
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path):
+    """``small_tmpfs("64k")``: a folder on a tmpfs of that size (a full disk on demand), unmounted after
+    the test; skips where mounting needs rights this process lacks (root only)."""
+    mounts = []
+
+    def mount(size: str):
+        if os.geteuid() != 0 or not shutil.which("mount"):
+            pytest.skip("mounting a small tmpfs needs root")
+        folder = tmp_path / f"tmpfs{len(mounts)}"
+        folder.mkdir()
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
+                          capture_output=True).returncode != 0:
+            pytest.skip("this machine does not allow mounting a tmpfs")
+        mounts.append(folder)
+        return folder
+
+    yield mount
+    for folder in mounts:
+        subprocess.run(["umount", "-l", str(folder)], check=False)

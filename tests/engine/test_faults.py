@@ -172,17 +172,9 @@ def test_two_bakes_started_together_never_mix(tmp_path):
 # --- a full disk -----------------------------------------------------------------------------------------
 
 @pytest.fixture
-def tiny_disk(tmp_path):
+def tiny_disk(small_tmpfs):
     """A 160 KiB tmpfs (a bake of 300 grains fills it within three frames); needs root."""
-    if os.geteuid() != 0 or not shutil.which("mount"):
-        pytest.skip("mounting a small tmpfs needs root")
-    mount = tmp_path / "tiny"
-    mount.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=160k", "tmpfs", str(mount)],
-                      capture_output=True).returncode != 0:
-        pytest.skip("this machine does not allow mounting a tmpfs")
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], check=False)
+    return small_tmpfs("160k")
 
 
 def test_full_disk_stops_with_one_sentence_and_resumes_elsewhere(tiny_disk, reference, tmp_path):

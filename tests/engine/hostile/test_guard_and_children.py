@@ -197,19 +197,9 @@ def test_flamenco_jobs_never_enable_script_auto_run(job):
 
 
 @pytest.fixture
-def tiny_disk(tmp_path):
+def tiny_disk(small_tmpfs):
     """A 64 KiB tmpfs; needs root."""
-    import shutil
-
-    if os.geteuid() != 0 or not shutil.which("mount"):
-        pytest.skip("mounting a small tmpfs needs root")
-    mount = tmp_path / "tiny"
-    mount.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)],
-                      capture_output=True).returncode != 0:
-        pytest.skip("this machine does not allow mounting a tmpfs")
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], check=False)
+    return small_tmpfs("64k")
 
 
 @pytest.mark.parametrize("suffix", [".usda", ".usdc"])
