@@ -272,10 +272,25 @@ def _render_ready(group, points, inputs, x: float):
     drop.operation, drop.location = "NIMPLY", (x + 600, -600)  # in the viewport and not kept
     links.new(viewport.outputs[0], drop.inputs[0])
     links.new(compat.node_socket(keep.outputs, "Value"), drop.inputs[1])
+    # Grains that left through an open side stay in the cache, inactive (active = 0) where they left:
+    # never drawn, in the viewport or in renders. Frames without the column keep every grain.
+    active = _named(group, "active", "FLOAT", (x + 200, -1000))
+    gone = nodes.new("ShaderNodeMath")
+    gone.operation, gone.location = "LESS_THAN", (x + 400, -1000)
+    gone.inputs[1].default_value = 0.5
+    links.new(active.outputs["Attribute"], gone.inputs[0])
+    left = nodes.new("FunctionNodeBooleanMath")
+    left.operation, left.location = "AND", (x + 600, -1000)
+    links.new(active.outputs["Exists"], left.inputs[0])
+    links.new(gone.outputs["Value"], left.inputs[1])
+    hide = nodes.new("FunctionNodeBooleanMath")
+    hide.operation, hide.location = "OR", (x + 700, -700)
+    links.new(drop.outputs[0], hide.inputs[0])
+    links.new(left.outputs[0], hide.inputs[1])
     delete = nodes.new("GeometryNodeDeleteGeometry")
     delete.domain, delete.location = "POINT", (x + 800, 0)
     links.new(store.outputs["Geometry"], delete.inputs["Geometry"])
-    links.new(drop.outputs[0], delete.inputs["Selection"])
+    links.new(hide.outputs[0], delete.inputs["Selection"])
 
     # Instances: a child of the collection per grain, scaled by its radius, turned by its orientation.
     info = nodes.new("GeometryNodeCollectionInfo")

@@ -118,6 +118,23 @@ def test_viewport_display_percentage_thins_the_viewport_not_the_render(baked_sce
     assert counts.get("RENDER") == grains
 
 
+def test_grains_that_left_the_box_are_not_drawn(baked_scene):
+    """Grains that left through an open side stay in the cache as inactive (active = 0) where they
+    left; playback draws only the active ones, in the viewport and in renders alike."""
+    import time
+
+    from plyfile import PlyData, PlyElement
+
+    folder = mochi_module("addon.snapshot").cache_folder(baked_scene)
+    obj = baked_scene.mochi.playback_object
+    grains = _count(obj, 2)
+    vertex = PlyData.read(str(folder / "frame_0002.ply"))["vertex"].data.copy()
+    vertex["active"][::3] = 0
+    time.sleep(1.1)  # Blender reloads an imported file when its date changes, to the second
+    PlyData([PlyElement.describe(vertex, "vertex")], byte_order="<").write(str(folder / "frame_0002.ply"))
+    assert _count(obj, 2) == grains - len(vertex[::3]) > 0
+
+
 def test_instances_turn_with_the_cache_orientation_where_it_has_one(baked_scene, tmp_path):
     """A frame whose PLY carries qw qx qy qz (cache format 2) turns every instance by it; a frame without
     (format 1) turns each grain at random."""
