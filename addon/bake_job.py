@@ -136,14 +136,20 @@ def current_job() -> BakeJob | None:
 
 
 def start_job(folder: Path, *, frames: int, backend: str, settings: BakeSettings | None,
-              info: dict | None = None, inputs: dict | None = None, confirm_above: float | None = None) -> BakeJob:
+              info: dict | None = None, inputs: dict | None = None, confirm_above: float | None = None,
+              frames_on_disk: int = 0) -> BakeJob:
     """Start a bake in a worker thread.
+
+    Args:
+        frames_on_disk: Complete frames the cache already holds (a resume): the progress starts there,
+            so that nothing drawn before the worker has read the cache shows the bake back at frame 0.
 
     Raises:
         MochiError: a bake is already running.
     """
     global _current
     from ..engine.bake import BakeProgress
+    from ..engine.cache import frame_path
     from ..engine.errors import MochiError
 
     with _lock:
@@ -152,6 +158,9 @@ def start_job(folder: Path, *, frames: int, backend: str, settings: BakeSettings
         job = BakeJob(folder=Path(folder), frames=frames, backend=backend, settings=settings,
                       info=dict(info or {}), inputs=inputs, confirm_above=confirm_above, progress=BakeProgress())
         job.progress.frames_total = frames
+        if frames_on_disk > 0:
+            job.progress.frames_done = frames_on_disk
+            job.progress.last_frame_path = str(frame_path(folder, frames_on_disk))
         job.thread = threading.Thread(target=job._run, name="mochi-bake", daemon=True)
         _current = job
     job.thread.start()

@@ -144,7 +144,8 @@ def start_bake(context, *, resume: bool, frames: int | None = None, backend: str
         inputs = settings.fingerprint()
     info.update(bake_timing_info(manifest if resume else None, total))
     job = bake_job.start_job(folder, frames=total, backend=backend_name(scene, backend), settings=settings,
-                             info=info, inputs=inputs, confirm_above=confirm_above)
+                             info=info, inputs=inputs, confirm_above=confirm_above,
+                             frames_on_disk=completed if resume else 0)
     start = scene.mochi.frame_start
     if resume and manifest.get("frame_start_scene") is not None:
         start = int(manifest["frame_start_scene"])

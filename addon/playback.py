@@ -291,6 +291,12 @@ def _render_ready(group, points, inputs, x: float):
     delete.domain, delete.location = "POINT", (x + 800, 0)
     links.new(store.outputs["Geometry"], delete.inputs["Geometry"])
     links.new(hide.outputs[0], delete.inputs["Selection"])
+    # Deleting points drops a point cloud's material (Blender 5.0: the grains rendered white once any
+    # was deleted), so the grain material is set again on what is left.
+    kept = nodes.new("GeometryNodeSetMaterial")
+    kept.location = (x + 1000, 0)
+    links.new(delete.outputs["Geometry"], kept.inputs["Geometry"])
+    links.new(inputs.outputs[INPUT_MATERIAL], kept.inputs["Material"])
 
     # Instances: a child of the collection per grain, scaled by its radius, turned by its orientation.
     info = nodes.new("GeometryNodeCollectionInfo")
@@ -323,7 +329,7 @@ def _render_ready(group, points, inputs, x: float):
     links.new(inputs.outputs[INPUT_INSTANCE_SCALE], size.inputs[1])
     instance = nodes.new("GeometryNodeInstanceOnPoints")
     instance.location = (x + 1200, -200)
-    links.new(delete.outputs["Geometry"], instance.inputs["Points"])
+    links.new(kept.outputs["Geometry"], instance.inputs["Points"])
     links.new(info.outputs[0], instance.inputs["Instance"])
     instance.inputs["Pick Instance"].default_value = True
     links.new(compat.node_socket(pick.outputs, "Value"), instance.inputs["Instance Index"])
@@ -332,7 +338,7 @@ def _render_ready(group, points, inputs, x: float):
     choose = nodes.new("GeometryNodeSwitch")
     choose.input_type, choose.location = "GEOMETRY", (x + 1400, 0)
     links.new(inputs.outputs[INPUT_USE_INSTANCES], choose.inputs["Switch"])
-    links.new(delete.outputs["Geometry"], choose.inputs["False"])
+    links.new(kept.outputs["Geometry"], choose.inputs["False"])
     links.new(instance.outputs["Instances"], choose.inputs["True"])
     return choose.outputs[0]
 

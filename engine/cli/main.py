@@ -6,15 +6,21 @@ on stderr and exit status 2; so do what hostile input can raise past the checks 
 deeply: RecursionError; a size no check foresaw: MemoryError; the file system: OSError) and Ctrl-C at
 any moment (KeyboardInterrupt, exit 130), each as one sentence. Anything else is a bug and keeps its
 traceback. Every sentence is printed with its control characters escaped.
+
+A Ctrl-C that lands inside a callback from C (numba compiling through llvmlite calls back into Python
+through ctypes) is printed as "Exception ignored" and dropped, and the command would go on as if it had
+never come; ``_interrupts_not_dropped`` delivers it again, so that it reaches the guard.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
-import sys
-
+import contextlib
 import errno
+import importlib
+import signal
+import sys
+import threading
 
 from .. import __version__
 from ..errors import MochiError, escape_controls
@@ -59,7 +65,39 @@ def _os_sentence(exc: OSError) -> str:
     return f"Cannot use{where}: {what}."
 
 
+@contextlib.contextmanager
+def _interrupts_not_dropped():
+    """Re-deliver a KeyboardInterrupt that Python could only report as unraisable (raised in a ctypes
+    callback, a ``__del__``, a weakref callback...).
+
+    The hook runs still inside the callback, where a new interrupt would be dropped again; so a timer
+    thread sends SIGINT to the main thread a moment later (a real signal: it also wakes a sleep). Should
+    that one land in a callback too, the hook fires again, until one propagates.
+    """
+    previous = sys.unraisablehook
+    main_thread = threading.main_thread().ident
+
+    def hook(unraisable):
+        if issubclass(unraisable.exc_type, KeyboardInterrupt):
+            again = threading.Timer(0.05, signal.pthread_kill, (main_thread, signal.SIGINT))
+            again.daemon = True
+            again.start()
+            return
+        previous(unraisable)
+
+    sys.unraisablehook = hook
+    try:
+        yield
+    finally:
+        sys.unraisablehook = previous
+
+
 def main(argv: list[str] | None = None) -> int:
+    with _interrupts_not_dropped():
+        return _guarded_main(argv)
+
+
+def _guarded_main(argv: list[str] | None) -> int:
     try:
         parser = build_parser()
         args = parser.parse_args(argv)

@@ -85,7 +85,11 @@ def test_cancel_keeps_complete_frames_and_resume_finishes(small_scene):
 
     end = len(done) + 2
     s.frame_end = end
-    assert bpy.ops.mochi.bake_resume() == {"FINISHED"}
+    resuming = monitor_module.start_bake(bpy.context, resume=True)
+    # From its start, before the worker has read the cache, the resume reports the frames on disk (a
+    # redraw in between showed the bake back at frame 0).
+    assert (resuming.job.last_frame_written(), resuming.job.progress.frames_done) == (len(done), len(done))
+    assert monitor_module.run_blocking(resuming, tick=0.05).level == "INFO"
     assert frames_on_disk(folder) == list(range(1, end + 1))
     resumed = mochi_module("engine.cache").read_frame(folder, end)
 

@@ -133,6 +133,8 @@ def test_grains_that_left_the_box_are_not_drawn(baked_scene):
     time.sleep(1.1)  # Blender reloads an imported file when its date changes, to the second
     PlyData([PlyElement.describe(vertex, "vertex")], byte_order="<").write(str(folder / "frame_0002.ply"))
     assert _count(obj, 2) == grains - len(vertex[::3]) > 0
+    geometry = _geometry(obj, 2)  # what is left keeps the grain material (deleting points drops it)
+    assert [m.name for m in geometry.pointcloud.materials] == [mochi_module("addon.playback").MATERIAL_NAME]
 
 
 def test_instances_turn_with_the_cache_orientation_where_it_has_one(baked_scene, tmp_path):

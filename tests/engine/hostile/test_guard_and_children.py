@@ -67,6 +67,35 @@ def test_ctrl_c_is_one_sentence_and_exit_130(where, tmp_path):
         [line for line in err.splitlines() if "Interrupted" in line] != []
 
 
+def test_ctrl_c_inside_a_callback_from_c_still_stops_the_command():
+    """A Ctrl-C that arrives while C code runs a Python callback (numba's compiler calls llvmlite's ctypes
+    callbacks; seen in CI: the wedge went on baking for ever) is dropped by Python as unraisable; the
+    guard delivers it again, so the command stops with its sentence. Deterministic: the callback raises
+    the signal itself, and the command would otherwise sleep for a minute."""
+    child = _spawn("""
+        import argparse, ctypes, signal, sys, time
+        from engine.cli import main as cli
+
+        def command(args):
+            def callback():
+                signal.raise_signal(signal.SIGINT)  # Ctrl-C while C has called back into Python
+                sum(range(1000))  # the handler runs here: KeyboardInterrupt inside the callback
+            ctypes.CFUNCTYPE(None)(callback)()
+            time.sleep(60)  # what the command goes on doing when the interrupt is lost
+            return 0
+
+        parser = argparse.ArgumentParser()
+        parser.set_defaults(func=command)
+        cli.build_parser = lambda: parser
+        sys.exit(cli.main([]))
+    """)
+    _, err = child.communicate(timeout=50)
+    assert child.returncode == 130, err[-2000:]
+    assert "Traceback" not in err and "Exception ignored" not in err
+    assert [line for line in err.splitlines() if line.startswith("mochi: error: ")] == \
+        ["mochi: error: Interrupted; complete frames are kept (a bake continues with --resume)."]
+
+
 def test_a_deeply_nested_colliders_file_reaches_the_guard_as_one_sentence(tmp_path):
     """RecursionError from a file no check reads first: the guard's sentence, not a traceback."""
     preset = tmp_path / "p.toml"
