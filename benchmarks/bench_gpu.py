@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from engine.backends import make_backend  # noqa: E402
-from engine.backends.gpu_runtime import GpuUnavailable  # noqa: E402
+from engine.backends.gpu_toolchain import GpuUnavailable  # noqa: E402
 from engine.errors import MochiError  # noqa: E402
 from engine.preset import load_preset  # noqa: E402
 from engine.scene import SceneSetup, setup_from_preset  # noqa: E402
@@ -227,7 +227,7 @@ def time_taichi(setup: SceneSetup, states: list[State], *, steps: int, warmup: i
 
 def profile_cuda(setup: SceneSetup, *, repeats: int = 20) -> dict:
     """Median time [ms] of each launch of one CUDA grid step, timed one stage at a time with events."""
-    from engine.backends.gpu_runtime import BLOCK, blocks
+    from engine.backends.gpu_toolchain import BLOCK, blocks
 
     backend = make_backend("cuda", setup.model, log=lambda message: None)
     cupy = backend.cp

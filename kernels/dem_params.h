@@ -1,4 +1,4 @@
-// Launch-parameter structs shared by the host (engine/backends/gpu_runtime.py mirrors them as numpy
+// Launch-parameter structs shared by the host (engine/backends/gpu_params.py mirrors them as numpy
 // dtypes; tests/engine/test_kernels_compile.py checks sizes and offsets) and every kernel in kernels/.
 //
 // Particles live in "slot" order on the device: the backends reorder them along a Morton curve at

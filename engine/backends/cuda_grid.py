@@ -24,8 +24,8 @@ import numpy as np
 
 from .gpu_backend import BackendGpu
 from .gpu_colliders import DeviceColliders
-from .gpu_runtime import (BLOCK, DeviceParticles, PhaseTimer, blocks, device_summary, import_cupy, raw_module,
-                          BucketSorter)
+from .gpu_runtime import BucketSorter, DeviceParticles, PhaseTimer
+from .gpu_toolchain import BLOCK, blocks, device_summary, import_cupy, raw_module
 from ..model import Model
 
 #: Buckets per particle at least (rounded up to a power of two, so up to 2× more).

@@ -26,7 +26,8 @@ import abc
 
 from .base import Backend, StepTimings
 from .gpu_failure import gpu_failure_sentence
-from .gpu_runtime import GpuUnavailable, spring_overflow_sentence
+from .gpu_params import spring_overflow_sentence
+from .gpu_toolchain import GpuUnavailable
 from ..contact_history import ContactHistory
 from ..errors import MochiError
 from ..state import State

@@ -37,7 +37,8 @@ from ..colliders import kernels as collider_kernels
 from ..colliders.collider_set import history_from_springs, springs_from_history
 from ..contact_law import TANGENTIAL_STIFFNESS_RATIO
 from ..packing.queries import STACK_DEPTH
-from .gpu_runtime import BLOCK, COLLIDER_PARAMS_DTYPE, blocks, raw_module
+from .gpu_params import COLLIDER_PARAMS_DTYPE
+from .gpu_toolchain import BLOCK, blocks, raw_module
 
 #: NVRTC options of kernels/colliders.cu: IEEE rounding of every operation, as numba does it.
 COLLIDER_OPTIONS = ("--fmad=false",)

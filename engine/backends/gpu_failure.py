@@ -10,7 +10,7 @@ back or stop with it.
 
 from __future__ import annotations
 
-from .gpu_runtime import GpuUnavailable
+from .gpu_toolchain import GpuUnavailable
 from ..errors import MochiError
 
 

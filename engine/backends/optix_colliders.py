@@ -32,7 +32,8 @@ from __future__ import annotations
 import numpy as np
 
 from .gpu_colliders import COLLIDER_OPTIONS, DeviceColliders, collider_defines
-from .gpu_runtime import BLOCK, COLLIDER_PARAMS_DTYPE, DEM_PARAMS_DTYPE, blocks
+from .gpu_params import COLLIDER_PARAMS_DTYPE, DEM_PARAMS_DTYPE
+from .gpu_toolchain import BLOCK, blocks
 from .optix_pipeline import RAY_TMAX_FRACTION, OptixPipeline
 
 #: Host mirror of ``struct OptixColliderParams`` (kernels/dem_params.h).

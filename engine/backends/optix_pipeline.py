@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .gpu_runtime import GpuUnavailable, compile_ptx, cuda_include_dirs, device_summary, kernel_source
+from .gpu_toolchain import GpuUnavailable, compile_ptx, cuda_include_dirs, device_summary, kernel_source
 
 #: Length of the point rays relative to the smallest radius (any positive length works: the proxy
 #: test happens at the ray origin).

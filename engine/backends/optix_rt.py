@@ -24,8 +24,9 @@ from __future__ import annotations
 import numpy as np
 
 from .gpu_backend import BackendGpu
-from .gpu_runtime import (BLOCK, OPTIX_DEM_PARAMS_DTYPE, DeviceParticles, PhaseTimer, blocks, device_summary,
-                          import_cupy, import_optix, raw_module)
+from .gpu_params import OPTIX_DEM_PARAMS_DTYPE
+from .gpu_runtime import DeviceParticles, PhaseTimer
+from .gpu_toolchain import BLOCK, blocks, device_summary, import_cupy, import_optix, raw_module
 from .optix_colliders import OptixColliders
 from .optix_pipeline import RAY_TMAX_FRACTION, OptixPipeline
 from ..model import Model

@@ -77,7 +77,7 @@ def self_check_state(count: int = SELF_CHECK_PARTICLES, *, seed: int = 17) -> tu
 
 def gpu_identity(cupy, optix) -> str:
     """GPU name, driver, CuPy, OptiX and kernel-source digest: what an answer is remembered under."""
-    from .gpu_runtime import KERNEL_DIR, device_summary
+    from .gpu_toolchain import KERNEL_DIR, device_summary
 
     name, (major, minor) = device_summary(cupy)
     digest = hashlib.sha256()
@@ -122,7 +122,7 @@ def run_self_check() -> tuple[bool, str]:
 
 def optix_passes_self_check(*, memory: SelfCheckMemory | None = None, log=print) -> tuple[bool, str]:
     """(passed, reason): OptiX's contacts equal the CUDA grid's on this GPU, remembered per identity."""
-    from .gpu_runtime import import_cupy, import_optix, kernel_cache_dir
+    from .gpu_toolchain import import_cupy, import_optix, kernel_cache_dir
 
     cupy, optix = import_cupy(), import_optix()
     memory = memory or SelfCheckMemory(kernel_cache_dir() / MEMORY_FILE)

@@ -22,7 +22,7 @@ RT_CORE_CAPABILITIES = {(7, 5), (8, 6), (8, 9), (12, 0), (12, 1)}
 def probe_backends() -> tuple[tuple[str, bool, str], ...]:
     """(backend, available, one-line device description or reason) for cpu, cuda and optix."""
     from .gpu_failure import gpu_failure_sentence
-    from .gpu_runtime import GpuUnavailable, device_summary, import_cupy, import_optix
+    from .gpu_toolchain import GpuUnavailable, device_summary, import_cupy, import_optix
 
     results = [("cpu", True, "always available")]
     try:

@@ -22,7 +22,8 @@ import pytest
 import trimesh
 
 from engine.backends.gpu_colliders import collider_defines, fill_collider_params, tree_arrays_int32
-from engine.backends.gpu_runtime import COLLIDER_PARAMS_DTYPE, DEM_PARAMS_DTYPE, INFO_MATERIAL_SHIFT, KERNEL_DIR
+from engine.backends.gpu_params import COLLIDER_PARAMS_DTYPE, DEM_PARAMS_DTYPE, INFO_MATERIAL_SHIFT
+from engine.backends.gpu_toolchain import KERNEL_DIR
 from engine.colliders import Collider, ColliderSet, DeformMotion, RigidMotionAnalytic
 from engine.colliders import kernels as k
 from engine.colliders.collider import load_collider_mesh

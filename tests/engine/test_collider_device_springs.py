@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from engine.backends import gpu_colliders
-from engine.backends.gpu_runtime import DEM_PARAMS_DTYPE, check_friction_model
+from engine.backends.gpu_params import DEM_PARAMS_DTYPE, check_friction_model
 from engine.colliders import Collider, ColliderSet
 from engine.colliders.collider_set import SPRING_HISTORY_KEYS
 from engine.errors import MochiError

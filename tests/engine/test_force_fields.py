@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from engine.backends.cpu_fields import field_acceleration, turbulence
-from engine.backends.gpu_runtime import KERNEL_DIR
+from engine.backends.gpu_toolchain import KERNEL_DIR
 from engine.errors import MochiError
 from engine.fields import ForceField, pack_fields
 from engine.preset import parse_preset

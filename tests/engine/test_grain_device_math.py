@@ -23,9 +23,11 @@ import pytest
 
 from engine.backends.cpu import BackendCpu
 from engine.backends.cuda_grid import grid_layout
-from engine.backends.gpu_runtime import (DEM_PARAMS_DTYPE, INFO_ACTIVE, INFO_MATERIAL_SHIFT, INT_MAX, KERNEL_DIR,
-                                        OPTIX_DEM_PARAMS_DTYPE, SPRING_SLOTS, fill_dem_params, grid_fields,
-                                        moments_of_inertia, rotating_law, rotation_tables)
+from engine.backends.gpu_params import (DEM_PARAMS_DTYPE, INFO_ACTIVE, INFO_MATERIAL_SHIFT, INT_MAX,
+                                        OPTIX_DEM_PARAMS_DTYPE, fill_dem_params, grid_fields, moments_of_inertia,
+                                        rotating_law, rotation_tables)
+from engine.backends.gpu_springs import SPRING_SLOTS
+from engine.backends.gpu_toolchain import KERNEL_DIR
 from engine.backends.optix_pipeline import RAY_TMAX_FRACTION
 from engine.bonds import bond_rows
 from engine.contact_law import contact_force, pair_tables, wall_tables

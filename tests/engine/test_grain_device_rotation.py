@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 from engine.backends.cpu import BackendCpu
-from engine.backends.gpu_runtime import (DIAG_SPRING_OVERFLOW, SPRING_SLOTS, clump_bodies, rotating_update,
-                                        rotation_tables)
+from engine.backends.gpu_params import DIAG_SPRING_OVERFLOW, clump_bodies, rotating_update, rotation_tables
+from engine.backends.gpu_springs import SPRING_SLOTS
 from engine.backends.gpu_springs import SpringRows, history_from_rows, owns, rows_from_history
 from engine.colliders import Collider, ColliderSet
 from engine.colliders import kernels as ck

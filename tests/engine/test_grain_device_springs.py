@@ -15,7 +15,9 @@ import numpy as np
 import pytest
 
 from engine.backends.cpu import BackendCpu
-from engine.backends.gpu_runtime import DIAG_SPRING_OVERFLOW, KERNEL_DIR, SPRING_SLOTS
+from engine.backends.gpu_params import DIAG_SPRING_OVERFLOW
+from engine.backends.gpu_springs import SPRING_SLOTS
+from engine.backends.gpu_toolchain import KERNEL_DIR
 from engine.backends.gpu_springs import SpringRows, history_from_rows, owns, rows_from_history
 from engine.model import Domain, Gravity, Material, Physics, build_model
 from engine.state import make_state

@@ -21,8 +21,8 @@ import pytest
 
 from engine.backends.gpu_colliders import COLLIDER_OPTIONS, collider_defines
 from engine.backends.optix_colliders import OPTIX_COLLIDER_PARAMS_DTYPE
-from engine.backends.gpu_runtime import (COLLIDER_PARAMS_DTYPE, DEM_PARAMS_DTYPE, KERNEL_DIR, OPTIX_DEM_PARAMS_DTYPE,
-                                        kernel_source)
+from engine.backends.gpu_params import COLLIDER_PARAMS_DTYPE, DEM_PARAMS_DTYPE, OPTIX_DEM_PARAMS_DTYPE
+from engine.backends.gpu_toolchain import KERNEL_DIR, kernel_source
 
 NVCC = shutil.which("nvcc")
 HOST_CXX = shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")

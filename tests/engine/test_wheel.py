@@ -54,7 +54,7 @@ def test_installed_engine_reads_its_own_kernels(wheel, tmp_path):
     probe = (
         "import sys; sys.path.insert(0, sys.argv[1])\n"
         "import engine\n"
-        "from engine.backends.gpu_runtime import KERNEL_DIR, kernel_source\n"
+        "from engine.backends.gpu_toolchain import KERNEL_DIR, kernel_source\n"
         "from engine.resources import data_dir\n"
         "assert engine.__file__.startswith(sys.argv[1]), engine.__file__\n"
         "assert str(KERNEL_DIR).startswith(sys.argv[1]), KERNEL_DIR\n"

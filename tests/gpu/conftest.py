@@ -21,7 +21,7 @@ def pytest_collection_modifyitems(items):
 def make_gpu_backend(name: str, model):
     """The GPU backend ``name`` for ``model``, or skip the test with the reason it cannot start."""
     from engine.backends import make_backend
-    from engine.backends.gpu_runtime import GpuUnavailable
+    from engine.backends.gpu_toolchain import GpuUnavailable
 
     try:
         return make_backend(name, model)

@@ -193,7 +193,7 @@ def test_bake_like_run_of_100k_stays_finite(gpu_name):
 
 def test_auto_names_a_backend_that_starts_and_says_why():
     from engine.backends import make_backend
-    from engine.backends.gpu_runtime import GpuUnavailable, device_summary, import_cupy
+    from engine.backends.gpu_toolchain import GpuUnavailable, device_summary, import_cupy
     from engine.backends.select import RT_CORE_CAPABILITIES, available_backends, choose_backend_name, unavailable_backends
 
     try:

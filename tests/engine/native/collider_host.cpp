@@ -1,6 +1,6 @@
 // Host build of kernels/collider_math.cuh for tests/engine/test_collider_device_math.py: the same
 // per-grain functions the CUDA kernels of kernels/colliders.cu run, looped over the grains on the CPU.
-// The structs are filled from Python with the host mirrors of engine/backends/gpu_runtime.py, so a
+// The structs are filled from Python with the host mirrors of engine/backends/gpu_params.py, so a
 // layout mismatch fails here too.
 #include "collider_math.cuh"
 #include "slab_test.h"

@@ -1,7 +1,7 @@
 // Host build of the grain kernels for tests/engine/test_grain_device_math.py: kernels/grid.cu,
 // kernels/optix_dem.cu and the per-slot update of kernels/dem_integrate.cuh themselves, their CUDA built-ins defined in cuda_host.h and OptiX's traversal
 // emulated in optix_emulated/optix.h. The launch structs are filled from Python with the host mirrors
-// of engine/backends/gpu_runtime.py, so a layout mismatch fails here too.
+// of engine/backends/gpu_params.py, so a layout mismatch fails here too.
 #include "cuda_host.h"
 #include "dem_integrate.cuh"
 #include "grid.cu"
