@@ -273,18 +273,24 @@ def setup_from_settings(settings: BakeSettings):
         MochiError: a source cannot be packed, a collider is invalid, or the scene is invalid.
     """
     from ..engine.model import Body, Domain, Gravity, Material
-    from ..engine.packing import rigid_velocities
+    from ..engine.packing import rigid_spins, rigid_velocities
     from ..engine.scene import setup_from_arrays
 
     sim, dom = settings.simulation, settings.domain
-    positions, radii, velocities, material_index = [], [], [], []
+    positions, radii, velocities, spins, material_index = [], [], [], [], []
     materials = []
+    notes = []
     for index, source in enumerate(settings.sources):
         packed = pack_source(source, seed=sim.seed + index)
         positions.append(np.asarray(packed.positions, np.float32))
         radii.append(np.asarray(packed.radius, np.float32))
         velocities.append(np.asarray(rigid_velocities(packed.positions, source.linear_velocity,
                                                       source.angular_velocity, source.pivot), np.float32))
+        # The object turns as a rigid body: its grains spin with it, where grains rotate at all.
+        spin = source.angular_velocity if sim.rotation else (0.0, 0.0, 0.0)
+        if any(source.angular_velocity) and not sim.rotation:
+            notes.append(f"'{source.name}' turns, but its grains do not spin with it: Rotating Grains is off.")
+        spins.append(rigid_spins(len(packed.radius), spin))
         material_index.append(np.full(len(packed.radius), index, np.int32))
         materials.append(Material(name=source.name, density=source.density,
                                   restitution=source.restitution, friction=source.friction,
@@ -295,9 +301,10 @@ def setup_from_settings(settings: BakeSettings):
     domain = Domain(lo=dom.lo, hi=dom.hi, open_sides=dom.open_sides,
                     wall_restitution=dom.wall_restitution, wall_friction=dom.wall_friction,
                     wall_rolling_friction=dom.wall_rolling_friction, wall_cohesion=dom.wall_cohesion)
-    return setup_from_arrays(
+    setup = setup_from_arrays(
         positions=np.concatenate(positions), radius=np.concatenate(radii),
-        velocities=np.concatenate(velocities), material_index=material_index,
+        velocities=np.concatenate(velocities), angular_velocities=np.concatenate(spins),
+        material_index=material_index,
         object_id=material_index.copy(), materials=materials, domain=domain, gravity=gravity,
         fields=tuple(sim.fields), dt=sim.dt, substeps=sim.substeps, stiffness=sim.stiffness, fps=sim.fps,
         rebuild_interval=sim.rebuild_interval, seed=sim.seed, name=sim.scene_name or "Blender scene",
@@ -305,3 +312,4 @@ def setup_from_settings(settings: BakeSettings):
         rotation=sim.rotation, integrator=sim.integrator,
         bodies=tuple(Body(object_id=index, kind=source.body, glue_strength=source.glue_strength)
                      for index, source in enumerate(settings.sources) if source.body != "loose"))
+    return replace(setup, notes=setup.notes + tuple(notes)) if notes else setup

@@ -97,9 +97,10 @@ def read_points(path: str | os.PathLike, required: tuple[str, ...] = ("x", "y", 
     return columns
 
 
-def read_particles(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+def read_particles(path: str | os.PathLike, *, spins: bool = False) -> tuple:
     """Positions (n, 3) float32 [m], radii (n,) float32 [m] and velocities (n, 3) float32 [m/s] or
-    None, from a PLY with x y z radius and optional vx vy vz.
+    None, from a PLY with x y z radius and optional vx vy vz; with ``spins``, a fourth item: the angular
+    velocities (n, 3) float32 [rad/s] of optional wx wy wz columns (a Mochi cache frame has them), or None.
 
     Raises:
         MochiError: as ``read_points``, plus no points, NaN positions, or a radius that is not positive.
@@ -119,4 +120,9 @@ def read_particles(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray, np.
     velocities = None
     if all(name in cols for name in ("vx", "vy", "vz")):
         velocities = np.stack([cols["vx"], cols["vy"], cols["vz"]], axis=1).astype(np.float32)
-    return positions, radius, velocities
+    if not spins:
+        return positions, radius, velocities
+    angular = None
+    if all(name in cols for name in ("wx", "wy", "wz")):
+        angular = np.stack([cols["wx"], cols["wy"], cols["wz"]], axis=1).astype(np.float32)
+    return positions, radius, velocities, angular

@@ -30,9 +30,12 @@ class EmitterSpec:
     in the box lo..hi (never overlapping), deterministic for the scene seed.
     kind 'mesh': the mesh file at ``path`` packed with spheres (engine.packing), once per ``copies``
     offset, each copy its own object id.
-    kind 'file': particles from a PLY with x y z radius (optional vx vy vz).
+    kind 'file': particles from a PLY with x y z radius (optional vx vy vz, and wx wy wz spins [rad/s]).
     ``seed`` packs a mesh with its own seed (default: the scene's); ``pivot`` is the point a mesh's
-    ``angular_velocity`` turns about (default: the centre of its packed spheres).
+    ``angular_velocity`` turns about (default: the centre of its packed spheres): the object turns as a
+    rigid body, each grain spinning with it. A box's (or a PLY's without spin columns) grains each spin
+    at ``angular_velocity`` about their own centre. A spin needs rotating grains (refused otherwise; a
+    mesh object still turns, its grains not spinning, with a note).
     ``body`` says how its grains hold together: 'loose', 'glued' (bonds of ``glue_strength`` [Pa] and
     ``glue_stiffness`` [N/m³], 0: as stiff as a contact) or 'rigid' (engine.model.Body).
     """

@@ -6,7 +6,7 @@ particles actually present, so a preset, a Blender scene and a ``--state`` PLY a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -149,7 +149,8 @@ def _is_packed(positions: np.ndarray, radius: np.ndarray, sample: int = 2000) ->
 
 
 def setup_from_arrays(*, positions: np.ndarray, radius: np.ndarray, velocities: np.ndarray | None = None,
-                      material_index: np.ndarray | None = None, object_id: np.ndarray | None = None,
+                      angular_velocities: np.ndarray | None = None, material_index: np.ndarray | None = None,
+                      object_id: np.ndarray | None = None,
                       materials=(Material(),), domain: Domain = Domain(), gravity: Gravity = Gravity(),
                       fields: tuple[ForceField, ...] = (), dt: float | None = None, substeps: int | None = None,
                       stiffness: float | None = None, fps: float = 24.0, rebuild_interval: int = 10,
@@ -162,6 +163,8 @@ def setup_from_arrays(*, positions: np.ndarray, radius: np.ndarray, velocities: 
         positions: Centres [m], (n, 3).
         radius: Radii [m], (n,).
         velocities: Initial velocities [m/s], (n, 3), default zero.
+        angular_velocities: Initial spins ω [rad/s], (n, 3), default zero; refused (not dropped) when
+            the grains do not rotate.
         material_index: Index into ``materials`` per particle, default 0.
         object_id: Source object per particle, default 0.
         materials: Material table.
@@ -188,13 +191,19 @@ def setup_from_arrays(*, positions: np.ndarray, radius: np.ndarray, velocities: 
         MochiError: empty scene, bad radius, NaN positions, unstable dt...
     """
     materials = tuple(materials)
-    state = make_state(positions, velocities)
+    state = make_state(positions, velocities, angular_velocities=angular_velocities)
     radius = np.ascontiguousarray(radius, np.float32)
     if radius.shape != (state.particle_count,):
         raise MochiError(f"There are {state.particle_count} positions but {radius.shape[0]} radii.")
+    spin = np.sqrt((state.angular_velocities.astype(np.float64) ** 2).sum(axis=1))
+    if not rotation and spin.any():
+        raise MochiError(f"Particle {int(np.flatnonzero(spin)[0])} is given an initial spin (angular velocity) "
+                         "but the grains do not rotate (rotation = false, the paper's model); turn rotation on "
+                         "or give no spin.")
     probe = build_model(radius, Physics(materials=materials), material_index=material_index)
     mass = particle_masses(probe.radius, probe.material_index, materials)
-    speed0 = float(np.sqrt((state.velocities.astype(np.float64) ** 2).sum(axis=1)).max())
+    # A spinning grain's surface hits at its centre's speed plus ω r.
+    speed0 = float((np.sqrt((state.velocities.astype(np.float64) ** 2).sum(axis=1)) + spin * radius).max())
     if colliders is not None:  # a moving collider hits resting grains at its own speed
         speed0 += colliders.max_surface_speed()
     # Blender's vortices grow with the distance from their centre: bounded over the domain's diagonal.
@@ -265,7 +274,9 @@ def _emit_box(spec: EmitterSpec, count: int, rng: np.random.Generator) -> tuple[
 
 
 def _emit_mesh(spec: EmitterSpec, count: int | None, radius: float | None, seed: int):
-    from .packing import pack_mesh_file, rigid_velocities
+    """Pack the emitter's mesh: (centres, radii, velocities, spins, object ids) of every copy; the object
+    moves as a rigid body (``velocity``, ``angular_velocity`` about ``pivot``), so its grains spin with it."""
+    from .packing import pack_mesh_file, rigid_spins, rigid_velocities
 
     packed = pack_mesh_file(spec.path, radius=radius, count=count, small_ratio=spec.small_ratio,
                             shell_layers=spec.shell, seed=seed if spec.seed is None else spec.seed, fit=spec.fit,
@@ -278,8 +289,9 @@ def _emit_mesh(spec: EmitterSpec, count: int | None, radius: float | None, seed:
         radii.append(packed.radius)
         velocities.append(base_velocity)
         object_ids.append(np.full(len(packed.radius), spec.object_id + copy_index, np.int32))
-    return (np.concatenate(positions), np.concatenate(radii), np.concatenate(velocities),
-            np.concatenate(object_ids))
+    positions = np.concatenate(positions)
+    return (positions, np.concatenate(radii), np.concatenate(velocities),
+            rigid_spins(len(positions), spec.angular_velocity), np.concatenate(object_ids))
 
 
 def _nominal_count(spec: EmitterSpec, seed: int) -> int:
@@ -322,6 +334,8 @@ def setup_from_preset(preset: Preset, *, particles: int | None = None,
     materials = tuple(Material(**m) for m in preset.materials) or (Material(),)
     bodies: list[Body] = []
     names = [m.name for m in materials]
+    notes: tuple[str, ...] = ()
+    spins = None
     if replace_particles is not None:
         positions, radius, velocities = replace_particles
         material_index = object_id = None
@@ -340,24 +354,31 @@ def setup_from_preset(preset: Preset, *, particles: int | None = None,
         parts = []
         for spec, nominal_count in zip(preset.emitters, nominal):
             material = names.index(spec.material) if spec.material in names else 0
-            if spec.kind == "box":
+            if spec.kind == "box":  # each grain spins about its own centre
                 n = max(1, round(spec.count * factor))
                 p, r = _emit_box(spec, n, rng)
                 v = np.tile(np.asarray(spec.velocity, np.float64), (n, 1))
+                w = np.tile(np.asarray(spec.angular_velocity, np.float64), (n, 1))
                 o = np.full(n, spec.object_id, np.int32)
             elif spec.kind == "mesh":
                 if factor == 1.0 and spec.count is None:
-                    p, r, v, o = _emit_mesh(spec, None, spec.radius[0], preset.seed)
+                    p, r, v, w, o = _emit_mesh(spec, None, spec.radius[0], preset.seed)
                 else:
                     # Scaled: ask the packer for a count (it picks the radius), per copy.
                     per_copy = (spec.count if spec.count is not None else nominal_count // len(spec.copies))
-                    p, r, v, o = _emit_mesh(spec, max(1, round(per_copy * factor)), None, preset.seed)
-            else:
-                p, r, v_file = read_particles(spec.path)
+                    p, r, v, w, o = _emit_mesh(spec, max(1, round(per_copy * factor)), None, preset.seed)
+                if not preset.rotation and any(spec.angular_velocity):
+                    # The object still turns (its grains' velocities); grains that never rotate cannot spin.
+                    w = np.zeros_like(w)
+                    notes += (f"Emitter {len(parts) + 1} turns at {list(spec.angular_velocity)} rad/s, but its "
+                              "grains do not spin with it: rotation is off.",)
+            else:  # a PLY: its wx wy wz columns, or the emitter's spin for every grain
+                p, r, v_file, w_file = read_particles(spec.path, spins=True)
                 v = v_file if v_file is not None else np.tile(np.asarray(spec.velocity), (len(r), 1))
+                w = w_file if w_file is not None else np.tile(np.asarray(spec.angular_velocity), (len(r), 1))
                 o = np.full(len(r), spec.object_id, np.int32)
             _check_inside_domain(p, preset, len(parts))
-            parts.append((p, r, v, o, np.full(len(r), material, np.int32)))
+            parts.append((p, r, v, o, np.full(len(r), material, np.int32), w))
             if spec.body != "loose":
                 bodies.extend(Body(object_id=int(obj), kind=spec.body, glue_strength=spec.glue_strength,
                                    glue_stiffness=spec.glue_stiffness) for obj in np.unique(o))
@@ -366,16 +387,18 @@ def setup_from_preset(preset: Preset, *, particles: int | None = None,
         velocities = np.concatenate([x[2] for x in parts])
         object_id = np.concatenate([x[3] for x in parts])
         material_index = np.concatenate([x[4] for x in parts])
+        spins = np.concatenate([x[5] for x in parts])
     domain = Domain(lo=preset.domain_lo, hi=preset.domain_hi, open_sides=preset.open_sides,
                     wall_restitution=preset.wall_restitution, wall_friction=preset.wall_friction,
                     wall_rolling_friction=preset.wall_rolling_friction, wall_cohesion=preset.wall_cohesion)
     gravity = Gravity(vector=preset.gravity, rotation_axis=preset.gravity_axis, rotation_rate=preset.gravity_rate)
     fields = tuple(ForceField(**f) for f in preset.fields)
     colliders = colliders_from_specs(preset.colliders)
-    return setup_from_arrays(positions=positions, radius=radius, velocities=velocities,
+    setup = setup_from_arrays(positions=positions, radius=radius, velocities=velocities, angular_velocities=spins,
                              material_index=material_index, object_id=object_id, materials=materials,
                              domain=domain, gravity=gravity, fields=fields, dt=preset.dt,
                              substeps=preset.substeps, stiffness=preset.stiffness, fps=preset.fps,
                              rebuild_interval=preset.rebuild_interval, seed=preset.seed, name=preset.name,
                              frames=preset.frames, colliders=colliders, friction_model=preset.friction_model,
                              rotation=preset.rotation, integrator=preset.integrator, bodies=tuple(bodies))
+    return replace(setup, notes=setup.notes + notes) if notes else setup

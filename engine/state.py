@@ -93,4 +93,7 @@ def make_state(positions: np.ndarray, velocities: np.ndarray | None = None,
     if omega.shape != (n, 3) or quat.shape != (n, 4):
         raise MochiError(f"Angular velocities must have shape ({n}, 3) and orientations ({n}, 4), not "
                          f"{omega.shape} and {quat.shape}.")
+    bad = ~np.isfinite(omega).all(axis=1)
+    if bad.any():
+        raise MochiError(f"Particle {int(np.flatnonzero(bad)[0])} has a NaN or infinite angular velocity.")
     return State(positions, velocities, active, int(step), omega, quat)

@@ -4,7 +4,7 @@ Public API (what the scene builder and the CLI call):
 
     pack_mesh_file(path, *, radius | count, ...)   a mesh file read through trimesh
     pack_mesh(vertices, triangles, *, transform, radius | count, ...)
-    rigid_velocities(positions, linear, angular, pivot)
+    rigid_velocities(positions, linear, angular, pivot), rigid_spins(count, angular)
     PackResult
 
 How it works (one module per step): ``mesh`` loads, checks and places the mesh; ``bvh`` builds a
@@ -26,9 +26,9 @@ from ..errors import MochiError
 from .colors import colors_from_vertices
 from .fill import SKIN_SMALL_LAYERS, MeshInfo, analyse_mesh, fill_mesh
 from .mesh import check_mesh, load_mesh_file, place_vertices
-from .motion import rigid_velocities
+from .motion import rigid_spins, rigid_velocities
 
-__all__ = ["PackResult", "pack_mesh", "pack_mesh_file", "rigid_velocities"]
+__all__ = ["PackResult", "pack_mesh", "pack_mesh_file", "rigid_spins", "rigid_velocities"]
 
 # The count search stops within this relative distance of the target, or after COUNT_ITERATIONS packs.
 COUNT_TOLERANCE = 0.005

@@ -51,3 +51,23 @@ def test_friction_model_reaches_the_engine(empty_scene, tmp_path, choice):
     assert settings.simulation.friction_model == choice.lower()
     setup = mochi_module("addon.settings").setup_from_settings(settings)
     assert setup.model.physics.friction_model == choice.lower()
+
+
+@pytest.mark.parametrize("rotating", [True, False])
+def test_a_turning_source_bakes_grains_that_spin_with_it(empty_scene, tmp_path, rotating):
+    """A source given an angular velocity turns as one body: its grains' velocities go round its origin
+    and, where grains rotate, each spins at the object's ω; with Rotating Grains off they cannot spin,
+    and a note says so (issue 30: never accepted and dropped)."""
+    cube = add_source("cube", location=(0.0, 0.0, 1.0), radius=0.1, size=0.5)
+    cube.mochi.angular_velocity = (0.0, 0.0, 3.0)
+    add_domain()
+    empty_scene.mochi.frame_start, empty_scene.mochi.frame_end = 1, 3
+    empty_scene.mochi.rotation = rotating
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "s.blend"))
+    settings = mochi_module("addon.snapshot").scene_blender_to_settings(bpy.context)
+    setup = mochi_module("addon.settings").setup_from_settings(settings)
+    spin = setup.state.angular_velocities
+    np.testing.assert_allclose(spin, np.tile((0.0, 0.0, 3.0 if rotating else 0.0), (len(spin), 1)), atol=1e-6)
+    lever = setup.state.positions.astype(np.float64) - (0.0, 0.0, 1.0)
+    np.testing.assert_allclose(setup.state.velocities, np.cross((0.0, 0.0, 3.0), lever), atol=1e-5)
+    assert any("do not spin" in note for note in setup.notes) != rotating
