@@ -125,6 +125,14 @@ def rest_overlap(stiffness: float, mass: np.ndarray, radius: np.ndarray, *, grav
     return column_height * gravity * _mass_per_area(mass, radius) / (2.0 * stiffness)
 
 
+def fixed_steps_per_frame(*, fps: float, dt: float | None = None, substeps: int | None = None) -> int | None:
+    """Steps per frame of a time step the user fixed (``dt`` [s], else ``substeps``) at ``fps`` [1/s], as
+    ``choose_time_step`` counts them; None for 'auto' (which needs the packed grains to choose)."""
+    if dt is None:
+        return None if substeps is None else max(1, int(substeps))
+    return max(1, round((1.0 / fps) / dt))  # the same rounding as choose_time_step always had
+
+
 def choose_time_step(*, dt: float | None, stiffness: float | None, substeps: int | None, fps: float,
                      mass: np.ndarray, radius: np.ndarray, impact_speed: float, restitution: float = 1.0,
                      gravity: float = 0.0, column_height: float = 0.0) -> TimeStepChoice:
@@ -172,7 +180,7 @@ def choose_time_step(*, dt: float | None, stiffness: float | None, substeps: int
         dt = t_contact / STEPS_PER_CONTACT
         steps = max(1, math.ceil(frame_time / dt))
         dt = frame_time / steps
-    steps_per_frame = max(1, round(frame_time / dt))
+    steps_per_frame = fixed_steps_per_frame(fps=fps, dt=dt)
     limit = critical_time_step(stiffness, mass_min)
     if dt > limit:
         raise MochiError(
