@@ -98,7 +98,9 @@ def format_bytes(count: float) -> str:
 
 
 def format_duration(seconds: float) -> str:
-    """``seconds`` as '40 s', '12 min', '3.5 h' or '2.1 days'."""
+    """``seconds`` as 'under a second', '40 s', '12 min', '3.5 h' or '2.1 days'."""
+    if seconds < 1:
+        return "under a second"
     if seconds < 90:
         return f"{seconds:.0f} s"
     if seconds < 90 * 60:

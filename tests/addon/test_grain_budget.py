@@ -45,6 +45,7 @@ def test_pack_asks_above_the_budget_with_count_memory_and_time(empty_scene, pref
     assert message.index("'Cube'") < message.index("'Suzanne'")  # named, the largest first
     assert "over the budget of 10,000" in message
     # The memory of the engine's state and springs for that count.
+    assert forecast.memory_bytes == budget.grain_bytes(forecast.particle_count)
     memory = mochi_module("addon.grain_budget").format_bytes(budget.grain_bytes(forecast.particle_count))
     assert f"about {memory} of memory" in message
     assert "measured when you press Bake" in message  # 'auto' time step: no rough figure
@@ -53,7 +54,8 @@ def test_pack_asks_above_the_budget_with_count_memory_and_time(empty_scene, pref
     scene.mochi.timestep_mode, scene.mochi.substeps = "SUBSTEPS", 200
     scene.mochi.frame_start, scene.mochi.frame_end = 1, 101
     message = pack.pack_confirmation(bpy.context)
-    seconds = budget.rough_bake_seconds(forecast.particle_count, 100 * 200)
+    seconds = budget.rough_bake_seconds(forecast.particle_count, 100 * 200)  # frame 1 is the start: not stepped
+    assert mochi_module("addon.grain_budget").forecast_sources(bpy.context, [cube, monkey]).rough_seconds == seconds
     duration = mochi_module("addon.grain_budget").format_duration(seconds)
     assert f"a bake of 100 frames at 200 steps each takes roughly {duration} on a CPU" in message
 
@@ -74,7 +76,7 @@ def test_pack_from_a_script_is_never_asked_and_reports_count_and_time(empty_scen
     duration = mochi_module("addon.grain_budget").format_duration(
         mochi_module("engine.budget").rough_bake_seconds(count, 24 * 50))
     assert f"a bake of 24 frames at 50 steps each takes roughly {duration}" in report
-    assert report in capfd.readouterr().out  # what the operator reported
+    assert f"Info: {report}" in capfd.readouterr().out  # what the operator reported (background mode prints it)
 
 
 def test_bake_asks_above_the_budget_naming_the_sources(small_scene, preferences):
