@@ -115,7 +115,8 @@ def time_sentence(forecast: GrainForecast) -> str:
     seconds = forecast.rough_seconds
     if seconds is None:
         return "the bake time is measured when you press Bake (the time step is automatic)"
-    return (f"a bake of {forecast.frames:,} frames at {forecast.steps_per_frame:,} steps each takes roughly "
+    roughly = "" if seconds < 1 else "roughly "
+    return (f"a bake of {forecast.frames:,} frames at {forecast.steps_per_frame:,} steps each takes {roughly}"
             f"{format_duration(seconds)} on a CPU")
 
 

@@ -67,15 +67,15 @@ def test_pack_from_a_script_is_never_asked_and_reports_count_and_time(empty_scen
     preferences.confirm_grains = 10
     assert pack.pack_confirmation(bpy.context) is not None  # the Pack button would ask
     scene = bpy.context.scene
-    scene.mochi.timestep_mode, scene.mochi.substeps = "SUBSTEPS", 50
+    scene.mochi.timestep_mode, scene.mochi.substeps = "SUBSTEPS", 20_000
     scene.mochi.frame_start, scene.mochi.frame_end = 1, 25
     assert bpy.ops.mochi.pack() == {"FINISHED"}  # EXEC_DEFAULT: packed without a question
     count = len(cube.mochi.pack_preview.data.vertices)
     report = pack.pack_report(scene, [("Cube", count)])
     assert report.startswith(f"Packed 'Cube' into {count:,} spheres")
     duration = mochi_module("addon.grain_budget").format_duration(
-        mochi_module("engine.budget").rough_bake_seconds(count, 24 * 50))
-    assert f"a bake of 24 frames at 50 steps each takes roughly {duration}" in report
+        mochi_module("engine.budget").rough_bake_seconds(count, 24 * 20_000))
+    assert f"a bake of 24 frames at 20,000 steps each takes roughly {duration}" in report
     assert f"Info: {report}" in capfd.readouterr().out  # what the operator reported (background mode prints it)
 
 
