@@ -134,3 +134,18 @@ def test_a_benchmark_preset_of_huge_step_counts_asks_first(empty_scene, preferen
     # A script applies it without a question.
     assert bpy.ops.mochi.preset_apply(filepath=large.source) == {"FINISHED"}
     assert scene.mochi.timestep_mode == "FIXED" and scene.mochi.dt == pytest.approx(5e-8)
+
+
+def test_bake_asks_once_about_both_grains_and_a_folder_outside_the_project(small_scene, preferences,
+                                                                         tmp_path_factory):
+    bake = mochi_module("addon.operators.bake")
+    small_scene.mochi.cache_directory = str(tmp_path_factory.mktemp("elsewhere"))
+    preferences.confirm_grains = 0
+    title, message = bake.bake_confirmation(bpy.context)
+    assert title == "Bake Outside the Project?"
+    assert "outside the .blend's folder" in message and message.endswith("Bake there?")
+    assert "grains" not in message
+    preferences.confirm_grains = 1
+    title, message = bake.bake_confirmation(bpy.context)
+    assert title.endswith("Grains?") and "over the budget of 1" in message
+    assert "outside the .blend's folder" in message and message.endswith("Bake there?")
