@@ -4,8 +4,9 @@ whether Pack or Bake asks first.
 Everything here reads the meshes' volumes (``addon.operators.pack.estimated_sphere_count``) and the
 scene's settings; nothing packs, so the check takes milliseconds even for a scale that would give
 millions of grains. The memory per grain comes from the engine's own arrays (``engine.budget``); the
-time is a count-based figure only when the steps per frame are fixed, since 'auto' chooses them from
-the packed grains (Bake measures the real time before it steps).
+time is a count-based figure (``engine.budget.rough_bake_seconds``) over the steps per frame the scene
+fixes, or that 'auto' will choose for these grain sizes and the fall to the domain's floor
+(``engine.timestep.steps_per_frame_before_packing``). Bake measures the real time before it steps.
 """
 
 from __future__ import annotations
@@ -25,13 +26,16 @@ class GrainForecast:
 
     Attributes:
         counts: (object name, predicted grains) per source, largest first.
-        steps_per_frame: Steps per frame the scene fixes (dt or substeps), or None for 'auto'.
+        steps_per_frame: Steps per frame the scene fixes (dt or substeps) or 'auto' will choose, or None
+            when they cannot be told before packing (no domain, a source sized by count).
         frames: Frames the bake steps after its first [frames].
+        steps_automatic: The steps per frame are 'auto''s expected choice, not the scene's setting.
     """
 
     counts: tuple[tuple[str, int], ...]
     steps_per_frame: int | None
     frames: int
+    steps_automatic: bool = False
 
     @property
     def particle_count(self) -> int:
@@ -46,7 +50,7 @@ class GrainForecast:
 
     @property
     def rough_seconds(self) -> float | None:
-        """A count-based bake time on the CPU [s], or None when the steps per frame are 'auto'."""
+        """A count-based bake time on the CPU [s], or None when the steps per frame are unknown."""
         from ..engine.budget import rough_bake_seconds
 
         if self.steps_per_frame is None:
@@ -54,17 +58,70 @@ class GrainForecast:
         return rough_bake_seconds(self.particle_count, self.steps_per_frame * max(self.frames, 0))
 
 
-def scene_steps_per_frame(scene) -> int | None:
-    """Steps per frame the scene's Mochi settings fix (Fixed dt or Substeps), or None for 'auto'."""
+def scene_steps_per_frame(scene, sources=()) -> tuple[int | None, bool]:
+    """Steps per frame of the scene's Mochi settings for ``sources`` (``addon.settings.SourceSettings``),
+    and whether 'auto' chose them: (None, True) when 'auto' cannot choose before packing."""
     from ..engine.timestep import fixed_steps_per_frame
 
     s = scene.mochi
     fps = scene.render.fps / scene.render.fps_base
     if s.timestep_mode == "FIXED":
-        return fixed_steps_per_frame(fps=fps, dt=s.dt)
+        return fixed_steps_per_frame(fps=fps, dt=s.dt), False
     if s.timestep_mode == "SUBSTEPS":
-        return fixed_steps_per_frame(fps=fps, substeps=s.substeps)
-    return None
+        return fixed_steps_per_frame(fps=fps, substeps=s.substeps), False
+    return automatic_steps_per_frame(scene, sources), True
+
+
+def automatic_steps_per_frame(scene, sources) -> int | None:
+    """The steps per frame 'auto' will choose for ``sources``, with the stiffness the scene sets or
+    'auto': each source's grain sizes and material, falling as a block from its lowest point to the
+    domain's wall along gravity (as engine.scene counts a packed object; colliders and fields left out),
+    at its initial speed. None without one domain, or with a source sized by its count."""
+    import numpy as np
+
+    from ..engine.errors import MochiError
+    from ..engine.packing.mesh import place_vertices
+    from ..engine.timestep import steps_per_frame_before_packing
+    from .snapshot import domain_blender_to_settings
+
+    domains = [o for o in scene.objects if o.mochi.role == "DOMAIN"]
+    if len(domains) != 1 or not sources or any(source.radius is None for source in sources):
+        return None
+    s = scene.mochi
+    try:
+        domain = domain_blender_to_settings(domains[0])
+    except MochiError:
+        return None
+    lo, hi = np.asarray(domain.lo), np.asarray(domain.hi)
+    g = np.asarray(s.gravity, np.float64)
+    g_norm = float(np.linalg.norm(g))
+    radius, density, fall, speed = [], [], 0.0, 0.0
+    for source in sources:
+        sizes = {float(source.radius), float(source.radius) * float(source.small_ratio)}
+        radius += sorted(sizes)
+        density += [float(source.density)] * len(sizes)
+        points = place_vertices(source.vertices, transform=source.matrix_world).astype(np.float64)
+        reach = float(np.linalg.norm(points - np.asarray(source.pivot), axis=1).max()) if len(points) else 0.0
+        speed = max(speed, float(np.linalg.norm(source.linear_velocity))
+                    + float(np.linalg.norm(source.angular_velocity)) * reach)
+        if g_norm > 0.0 and len(points):
+            down = g / g_norm
+            with np.errstate(divide="ignore", invalid="ignore"):
+                to_wall = np.where(down > 0, (hi - points) / down, np.where(down < 0, (lo - points) / down, np.inf))
+            fall = max(fall, float(np.clip(to_wall.min(axis=1), 0.0, None).min()))
+    turning = s.use_rotating_gravity and s.gravity_rate != 0.0
+    size = hi - lo
+    if turning:  # gravity can point anywhere: the domain's largest side, as engine.scene takes it
+        fall = float(size.max())
+    column = float(size.max()) if turning or g_norm == 0.0 else float(np.abs(g / g_norm) @ size)
+    restitution = max([float(source.restitution) for source in sources] + [float(domain.wall_restitution)])
+    try:
+        return steps_per_frame_before_packing(
+            fps=scene.render.fps / scene.render.fps_base, dt=None, substeps=None,
+            stiffness=None if s.use_auto_stiffness else s.stiffness, radius=radius, density=density,
+            restitution=restitution, fall_height=fall, initial_speed=speed, gravity=g_norm, column_height=column)
+    except MochiError:
+        return None
 
 
 def forecast_sources(context, objects) -> GrainForecast:
@@ -78,15 +135,17 @@ def forecast_sources(context, objects) -> GrainForecast:
 
     scene = context.scene
     fps = scene.render.fps / scene.render.fps_base
-    return scene_forecast(scene, [(obj.name, estimated_sphere_count(source_blender_to_settings(
-        obj, context, frame_start=scene.mochi.frame_start, fps=fps))) for obj in objects])
+    sources = [source_blender_to_settings(obj, context, frame_start=scene.mochi.frame_start, fps=fps)
+               for obj in objects]
+    return scene_forecast(scene, [(source.name, estimated_sphere_count(source)) for source in sources], sources)
 
 
-def scene_forecast(scene, counts) -> GrainForecast:
-    """The forecast of (object name, grains) ``counts`` (predicted or packed) over the scene's frames."""
-    return GrainForecast(counts=tuple(sorted(counts, key=lambda item: -item[1])),
-                         steps_per_frame=scene_steps_per_frame(scene),
-                         frames=max(scene.mochi.frame_count() - 1, 0))
+def scene_forecast(scene, counts, sources=()) -> GrainForecast:
+    """The forecast of (object name, grains) ``counts`` (predicted or packed) over the scene's frames;
+    ``sources`` (their ``SourceSettings``) let 'auto' steps be told."""
+    steps, automatic = scene_steps_per_frame(scene, sources)
+    return GrainForecast(counts=tuple(sorted(counts, key=lambda item: -item[1])), steps_per_frame=steps,
+                         frames=max(scene.mochi.frame_count() - 1, 0), steps_automatic=automatic)
 
 
 def format_bytes(count: float) -> str:
@@ -111,13 +170,14 @@ def format_duration(seconds: float) -> str:
 
 
 def time_sentence(forecast: GrainForecast) -> str:
-    """The time part of a message: a rough figure for fixed steps, else where the real one comes from."""
+    """The time part of a message: a rough figure, or where the real one comes from."""
     seconds = forecast.rough_seconds
     if seconds is None:
-        return "the bake time is measured when you press Bake (the time step is automatic)"
+        return "the bake time is measured when you press Bake"
+    about = "about " if forecast.steps_automatic else ""
     roughly = "" if seconds < 1 else "roughly "
-    return (f"a bake of {forecast.frames:,} frames at {forecast.steps_per_frame:,} steps each takes {roughly}"
-            f"{format_duration(seconds)} on a CPU")
+    return (f"a bake of {forecast.frames:,} frames at {about}{forecast.steps_per_frame:,} steps each takes "
+            f"{roughly}{format_duration(seconds)} on a CPU")
 
 
 def named(counts) -> str:

@@ -66,13 +66,14 @@ def pack_confirmation(context) -> str | None:
     return grain_confirmation(forecast, confirm_grain_budget(context))
 
 
-def pack_report(scene, counts, left_out: int = 0) -> str:
-    """Pack's closing sentence: the objects, their spheres and what baking them takes. The time is the
-    count-based figure of ``addon.grain_budget`` (the measured estimate times a few hundred steps on the
-    bake's backend, seconds of a frozen UI after every Pack: the Bake button measures it instead)."""
+def pack_report(scene, counts, left_out: int = 0, sources=()) -> str:
+    """Pack's closing sentence: the objects, their spheres (``counts``: (name, spheres)) and what baking
+    them takes. The time is the count-based figure of ``addon.grain_budget`` for the packed ``sources``
+    (``SourceSettings``): the measured estimate needs the whole scene and takes seconds (docs/estimate.md),
+    a frozen UI after every Pack, so the Bake button measures it instead."""
     from ..grain_budget import scene_forecast, time_sentence
 
-    forecast = scene_forecast(scene, counts)
+    forecast = scene_forecast(scene, counts, sources)
     names = ", ".join(f"'{name}'" for name, _ in counts)
     skipped = f" ({left_out} domain or collider object{'s' if left_out != 1 else ''} left out)" if left_out else ""
     return (f"Packed {names} into {forecast.particle_count:,} spheres{skipped}, shown in place of "
@@ -117,14 +118,15 @@ class MOCHI_OT_pack(bpy.types.Operator):
             packed = []
             for obj in selected:
                 source = source_blender_to_settings(obj, context, frame_start=scene.mochi.frame_start, fps=fps)
-                packed.append((obj, pack_source(source, seed=scene.mochi.seed)))
+                packed.append((obj, source, pack_source(source, seed=scene.mochi.seed)))
         except MochiError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
-        for obj, result in packed:
+        for obj, _, result in packed:
             playback.show_packing(scene, obj, result.positions, result.radius)
         left = len(everything) - len(selected)
-        self.report({"INFO"}, pack_report(scene, [(obj.name, len(result.radius)) for obj, result in packed], left))
+        self.report({"INFO"}, pack_report(scene, [(obj.name, len(result.radius)) for obj, _, result in packed], left,
+                                          [source for _, source, _ in packed]))
         return {"FINISHED"}
 
 

@@ -110,7 +110,8 @@ def preset_confirmation(context, preset) -> str | None:
         counts = tuple((e.material or "emitter", e.count) for e in preset.emitters if e.kind == "box" and e.count)
         whose = "the preset's own emitters"
     frames = preset_frames_in_scene(preset, scene_fps)
-    forecast = replace(scene_forecast(scene, counts), steps_per_frame=steps, frames=frames - 1)
+    forecast = replace(scene_forecast(scene, counts), steps_per_frame=steps, frames=frames - 1,
+                       steps_automatic=False)
     seconds = forecast.rough_seconds
     if not forecast.particle_count or seconds <= limit:
         return None

@@ -48,7 +48,7 @@ def test_pack_asks_above_the_budget_with_count_memory_and_time(empty_scene, pref
     assert forecast.memory_bytes == budget.grain_bytes(forecast.particle_count)
     memory = mochi_module("addon.grain_budget").format_bytes(budget.grain_bytes(forecast.particle_count))
     assert f"about {memory} of memory" in message
-    assert "measured when you press Bake" in message  # 'auto' time step: no rough figure
+    assert "measured when you press Bake" in message  # 'auto' without a domain: no rough figure
 
     scene = bpy.context.scene
     scene.mochi.timestep_mode, scene.mochi.substeps = "SUBSTEPS", 200
@@ -149,3 +149,28 @@ def test_bake_asks_once_about_both_grains_and_a_folder_outside_the_project(small
     title, message = bake.bake_confirmation(bpy.context)
     assert title.endswith("Grains?") and "over the budget of 1" in message
     assert "outside the .blend's folder" in message and message.endswith("Bake there?")
+
+
+@pytest.mark.parametrize("case", ["small_scene", "high_bouncy_suzanne"])
+def test_auto_steps_before_packing_are_near_the_engines_choice_after(small_scene, case):
+    """The 'auto' steps per frame the dialogs assume, from the grain sizes and the fall to the floor,
+    against those the engine chooses for the packed grains."""
+    scene = small_scene
+    if case == "high_bouncy_suzanne":
+        for obj in list(scene.objects):
+            if obj.mochi.role == "SOURCE":
+                bpy.data.objects.remove(obj)
+        monkey = add_source("monkey", location=(0.0, 0.0, 2.5), radius=0.05, size=1.0)
+        monkey.mochi.restitution = 0.9
+    scene.mochi.timestep_mode, scene.mochi.use_auto_stiffness = "AUTO", True
+    sources = [o for o in scene.objects if o.mochi.role == "SOURCE"]
+    forecast = mochi_module("addon.grain_budget").forecast_sources(bpy.context, sources)
+    assert forecast.steps_automatic
+    settings = mochi_module("addon.snapshot").scene_blender_to_settings(bpy.context)
+    chosen = mochi_module("addon.settings").setup_from_settings(settings).model.physics.steps_per_frame
+    assert 0.8 * chosen <= forecast.steps_per_frame <= 1.3 * chosen
+    budget = mochi_module("engine.budget")
+    assert forecast.rough_seconds == budget.rough_bake_seconds(forecast.particle_count,
+                                                              forecast.steps_per_frame * forecast.frames)
+    assert f"at about {forecast.steps_per_frame:,} steps each" in mochi_module("addon.grain_budget").time_sentence(
+        forecast)
