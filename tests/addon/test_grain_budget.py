@@ -152,7 +152,7 @@ def test_bake_asks_once_about_both_grains_and_a_folder_outside_the_project(small
 
 
 @pytest.mark.parametrize("case", ["small_scene", "high_bouncy_suzanne"])
-def test_auto_steps_before_packing_are_near_the_engines_choice_after(small_scene, case):
+def test_auto_steps_before_packing_are_near_the_engines_choice_after(small_scene, case, capfd):
     """The 'auto' steps per frame the dialogs assume, from the grain sizes and the fall to the floor,
     against those the engine chooses for the packed grains."""
     scene = small_scene
@@ -172,5 +172,9 @@ def test_auto_steps_before_packing_are_near_the_engines_choice_after(small_scene
     budget = mochi_module("engine.budget")
     assert forecast.rough_seconds == budget.rough_bake_seconds(forecast.particle_count,
                                                               forecast.steps_per_frame * forecast.frames)
-    assert f"at about {forecast.steps_per_frame:,} steps each" in mochi_module("addon.grain_budget").time_sentence(
-        forecast)
+    sentence = f"a bake of 3 frames at about {forecast.steps_per_frame:,} steps each takes"
+    assert sentence in mochi_module("addon.grain_budget").time_sentence(forecast)
+    select_only(*sources)
+    capfd.readouterr()
+    assert bpy.ops.mochi.pack() == {"FINISHED"}
+    assert sentence in capfd.readouterr().out  # Pack's report, for the same sources
