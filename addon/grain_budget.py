@@ -166,7 +166,8 @@ def format_duration(seconds: float) -> str:
         return f"{seconds / 60:.0f} min"
     if seconds < 48 * 3600:
         return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.1f} days"
+    days = seconds / 86400
+    return f"{days:.1f} days" if days < 10 else f"{days:,.0f} days"
 
 
 def time_sentence(forecast: GrainForecast) -> str:
