@@ -80,7 +80,9 @@ def automatic_steps_per_frame(scene, sources) -> int | None:
     import numpy as np
 
     from ..engine.errors import MochiError
+    from ..engine.model import Domain
     from ..engine.packing.mesh import place_vertices
+    from ..engine.scene import fall_to_walls
     from ..engine.timestep import steps_per_frame_before_packing
     from .snapshot import domain_blender_to_settings
 
@@ -92,6 +94,7 @@ def automatic_steps_per_frame(scene, sources) -> int | None:
         domain = domain_blender_to_settings(domains[0])
     except MochiError:
         return None
+    box = Domain(lo=domain.lo, hi=domain.hi)
     lo, hi = np.asarray(domain.lo), np.asarray(domain.hi)
     g = np.asarray(s.gravity, np.float64)
     g_norm = float(np.linalg.norm(g))
@@ -104,11 +107,8 @@ def automatic_steps_per_frame(scene, sources) -> int | None:
         reach = float(np.linalg.norm(points - np.asarray(source.pivot), axis=1).max()) if len(points) else 0.0
         speed = max(speed, float(np.linalg.norm(source.linear_velocity))
                     + float(np.linalg.norm(source.angular_velocity)) * reach)
-        if g_norm > 0.0 and len(points):
-            down = g / g_norm
-            with np.errstate(divide="ignore", invalid="ignore"):
-                to_wall = np.where(down > 0, (hi - points) / down, np.where(down < 0, (lo - points) / down, np.inf))
-            fall = max(fall, float(np.clip(to_wall.min(axis=1), 0.0, None).min()))
+        if g_norm > 0.0 and len(points):  # a packed block lands with its lowest grain
+            fall = max(fall, float(fall_to_walls(points, g / g_norm, box).min()))
     turning = s.use_rotating_gravity and s.gravity_rate != 0.0
     size = hi - lo
     if turning:  # gravity can point anywhere: the domain's largest side, as engine.scene takes it
