@@ -13,6 +13,8 @@ import sys
 
 import bpy
 
+from .grain_budget import DEFAULT_CONFIRM_GRAINS
+
 #: Packages each optional backend needs (pip names).
 GPU_PACKAGES = {"cuda": ("cupy-cuda12x",), "optix": ("cupy-cuda12x", "pyoptix-contrib")}
 #: Modules the CPU path needs; the extension zip bundles them.
@@ -68,12 +70,18 @@ class MochiPreferences(bpy.types.AddonPreferences):
         description="A bake started from the Bake button whose measured estimate is longer than this waits "
                     "for you to confirm it, in minutes (0: never ask)",
         default=30.0, min=0.0, soft_max=600.0)
+    confirm_grains: bpy.props.IntProperty(
+        name="Ask Before More Grains Than",
+        description="Pack and Bake ask first when the sources' volumes at their radius predict more grains "
+                    "than this, showing the count, the memory and the time they need (0: never ask)",
+        default=DEFAULT_CONFIRM_GRAINS, min=0, soft_max=20_000_000)
 
     def draw(self, _context):
         from ..engine.backends.select import available_backends, unavailable_backends
 
         layout = self.layout
         layout.prop(self, "confirm_minutes", text="Ask Before Bakes Longer Than (min)")
+        layout.prop(self, "confirm_grains", text="Ask Before More Grains Than")
         missing = missing_cpu_modules()
         if missing:
             layout.label(text="Missing: " + ", ".join(missing) + " (install the zip built with its wheels)",
@@ -94,6 +102,14 @@ def confirm_seconds(context) -> float | None:
     addon = context.preferences.addons.get(ROOT_PACKAGE)
     minutes = addon.preferences.confirm_minutes if addon is not None and addon.preferences is not None else 30.0
     return 60.0 * minutes if minutes > 0 else None
+
+
+def confirm_grain_budget(context) -> int | None:
+    """The grain count above which Pack and Bake ask first, or None when they never ask."""
+    addon = context.preferences.addons.get(ROOT_PACKAGE)
+    grains = addon.preferences.confirm_grains if addon is not None and addon.preferences is not None \
+        else DEFAULT_CONFIRM_GRAINS
+    return int(grains) if grains > 0 else None
 
 
 CLASSES = (MOCHI_OT_copy_install_command, MochiPreferences)

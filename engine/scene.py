@@ -50,6 +50,16 @@ class SceneSetup:
     time_step: TimeStepChoice
 
 
+def fall_to_walls(points: np.ndarray, down: np.ndarray, domain: Domain) -> np.ndarray:
+    """How far each point can fall along the unit vector ``down`` before the domain's wall [m], shape
+    (n,); ``points`` [m], shape (n, 3)."""
+    lo, hi = np.asarray(domain.lo, np.float64), np.asarray(domain.hi, np.float64)
+    p = np.asarray(points, np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        to_wall = np.where(down > 0, (hi - p) / down, np.where(down < 0, (lo - p) / down, np.inf))
+    return np.clip(to_wall.min(axis=1), 0.0, None)
+
+
 def expected_fall_height(positions: np.ndarray, radius: np.ndarray, object_id: np.ndarray, gravity: Gravity,
                          domain: Domain, colliders=None) -> float:
     """How far the grains can be expected to fall before they hit something [m].
@@ -78,11 +88,8 @@ def expected_fall_height(positions: np.ndarray, radius: np.ndarray, object_id: n
     if norm == 0.0 or positions.shape[0] == 0:
         return 0.0
     down = g / norm
-    lo, hi = np.asarray(domain.lo, np.float64), np.asarray(domain.hi, np.float64)
     p = positions.astype(np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        to_wall = np.where(down > 0, (hi - p) / down, np.where(down < 0, (lo - p) / down, np.inf))
-    fall = np.clip(to_wall.min(axis=1), 0.0, None)
+    fall = fall_to_walls(p, down, domain)
     heights = []
     for obj in np.unique(object_id):
         mine = np.flatnonzero(object_id == obj)

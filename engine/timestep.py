@@ -125,6 +125,43 @@ def rest_overlap(stiffness: float, mass: np.ndarray, radius: np.ndarray, *, grav
     return column_height * gravity * _mass_per_area(mass, radius) / (2.0 * stiffness)
 
 
+def fixed_steps_per_frame(*, fps: float, dt: float | None = None, substeps: int | None = None) -> int | None:
+    """Steps per frame of a time step the user fixed (``dt`` [s], else ``substeps``) at ``fps`` [1/s], as
+    ``choose_time_step`` counts them; None for 'auto' (``steps_per_frame_before_packing``)."""
+    if dt is None:
+        return None if substeps is None else max(1, int(substeps))
+    return max(1, round((1.0 / fps) / dt))  # the same rounding as choose_time_step always had
+
+
+def steps_per_frame_before_packing(*, fps: float, dt: float | None, substeps: int | None, stiffness: float | None,
+                                   radius, density, restitution: float, fall_height: float, initial_speed: float,
+                                   gravity: float, column_height: float) -> int:
+    """The steps per frame ``choose_time_step`` will choose for grains not packed yet [steps].
+
+    'auto' depends on the grains only through the lightest one and the largest m/r² (the largest grain of
+    the densest material), so one grain of each size and material stands for a whole packing. The fall
+    and the initial speed are the caller's bound (engine.scene measures them on the packed grains, and
+    counts colliders and fields, which this leaves out).
+
+    Args:
+        radius: Radius of each grain size [m], shape (k,).
+        density: Density of each [kg/m³], shape (k,).
+        restitution: Largest restitution of the scene's contacts.
+        fall_height: Fall before the grains hit something [m]; initial_speed: fastest start [m/s].
+        gravity: Gravity's magnitude [m/s²]; column_height: the domain along gravity [m].
+
+    Raises:
+        MochiError: as ``choose_time_step`` (a dt that would blow up...).
+    """
+    r = np.asarray(radius, np.float64)
+    # float32, as engine.model.particle_masses and the model's radii.
+    mass = (np.asarray(density, np.float64) * (4.0 / 3.0 * math.pi) * r ** 3).astype(np.float32)
+    impact = expected_impact_speed(initial_speed, gravity, fall_height)
+    return choose_time_step(dt=dt, stiffness=stiffness, substeps=substeps, fps=fps, mass=mass,
+                            radius=r.astype(np.float32), impact_speed=impact, restitution=restitution,
+                            gravity=gravity, column_height=column_height).steps_per_frame
+
+
 def choose_time_step(*, dt: float | None, stiffness: float | None, substeps: int | None, fps: float,
                      mass: np.ndarray, radius: np.ndarray, impact_speed: float, restitution: float = 1.0,
                      gravity: float = 0.0, column_height: float = 0.0) -> TimeStepChoice:
@@ -172,7 +209,7 @@ def choose_time_step(*, dt: float | None, stiffness: float | None, substeps: int
         dt = t_contact / STEPS_PER_CONTACT
         steps = max(1, math.ceil(frame_time / dt))
         dt = frame_time / steps
-    steps_per_frame = max(1, round(frame_time / dt))
+    steps_per_frame = fixed_steps_per_frame(fps=fps, dt=dt)
     limit = critical_time_step(stiffness, mass_min)
     if dt > limit:
         raise MochiError(

@@ -18,6 +18,36 @@ def redraw_progress(context) -> None:
             area.tag_redraw()
 
 
+def bake_confirmation(context) -> tuple[str, str] | None:
+    """What a new bake from the Bake button asks first, as (title, message), or None to start at once.
+
+    It asks when the scene's sources predict more grains than the preference's budget (count, memory
+    and time, naming the largest sources; nothing is packed), and when the cache folder is outside the
+    .blend's folder: a .blend opened from elsewhere may name any folder, and baking there writes (and a
+    later Delete Bake deletes) files outside the project. A scene that cannot bake is not asked about:
+    the bake refuses it in one sentence.
+    """
+    from ...engine.errors import MochiError
+    from ..grain_budget import forecast_sources, grain_confirmation
+    from ..preferences import confirm_grain_budget
+    from ..snapshot import cache_folder, is_outside_blend_folder
+
+    sources = [o for o in context.scene.objects if o.mochi.role == "SOURCE"]
+    try:
+        forecast = forecast_sources(context, sources)
+    except MochiError:
+        forecast = None
+    grains = None if forecast is None else grain_confirmation(forecast, confirm_grain_budget(context))
+    outside = None
+    if is_outside_blend_folder(context.scene):
+        outside = f"This file bakes into '{cache_folder(context.scene)}', outside the .blend's folder."
+    if grains is None and outside is None:
+        return None
+    title = f"Bake {forecast.particle_count:,} Grains?" if grains is not None else "Bake Outside the Project?"
+    message = " ".join(part for part in (grains, outside) if part) + (" Bake there?" if outside else "")
+    return title, message
+
+
 class _BakeBase:
     resume = False
     modal_after_confirm = False  # a property of Bake; Resume never asks
@@ -61,18 +91,15 @@ class _BakeBase:
         return {"FINISHED"} if outcome.level != "ERROR" else {"CANCELLED"}
 
     def invoke(self, context, event):
-        from ..snapshot import cache_folder, is_outside_blend_folder
-
         if context.window is None:
             return self.execute(context)
-        if not self.resume and is_outside_blend_folder(context.scene):
-            # A .blend opened from elsewhere may name any folder: baking there writes (and a later
-            # Delete Bake deletes) files outside the project, so the user says yes first.
+        question = None if self.resume else bake_confirmation(context)
+        if question is not None:
+            # The confirmed bake runs in the background as a clicked one does.
             self.modal_after_confirm = True
-            return context.window_manager.invoke_confirm(
-                self, event, title="Bake Outside the Project?", confirm_text="Bake",
-                message=f"This file bakes into '{cache_folder(context.scene)}', outside the .blend's folder. "
-                        "Bake there?")
+            title, message = question
+            return context.window_manager.invoke_confirm(self, event, title=title, confirm_text="Bake",
+                                                         message=message)
         return self._start_modal(context)
 
     def _start_modal(self, context):

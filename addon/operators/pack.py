@@ -6,8 +6,6 @@ import math
 
 import bpy
 
-#: Above this many spheres Pack asks first: packing takes minutes and a bake of so many is heavy.
-PACK_CONFIRM_COUNT = 3_000_000
 #: Solid fraction of the packing (HCP), and the depth of the small spheres' skin in large radii, for
 #: the estimate of the sphere count (a 1 m cube at r = 0.05 m: 5,860 estimated, 6,152 packed).
 HCP_FRACTION = 0.74
@@ -54,6 +52,34 @@ def packable(objects) -> list:
             and not o.get("mochi_playback") and not o.name.startswith("Mochi Playback")]
 
 
+def pack_confirmation(context) -> str | None:
+    """What Pack asks before packing the selection, or None to pack at once: the predicted grains are
+    within the preference's budget, or a source cannot be read (``execute`` says why in one sentence)."""
+    from ...engine.errors import MochiError
+    from ..grain_budget import forecast_sources, grain_confirmation
+    from ..preferences import confirm_grain_budget
+
+    try:
+        forecast = forecast_sources(context, packable(pack_candidates(context)))
+    except MochiError:
+        return None
+    return grain_confirmation(forecast, confirm_grain_budget(context))
+
+
+def pack_report(scene, counts, left_out: int = 0, sources=()) -> str:
+    """Pack's closing sentence: the objects, their spheres (``counts``: (name, spheres)) and what baking
+    them takes. The time is the count-based figure of ``addon.grain_budget`` for the packed ``sources``
+    (``SourceSettings``): the measured estimate needs the whole scene and takes seconds (docs/estimate.md),
+    a frozen UI after every Pack, so the Bake button measures it instead."""
+    from ..grain_budget import scene_forecast, time_sentence
+
+    forecast = scene_forecast(scene, counts, sources)
+    names = ", ".join(f"'{name}'" for name, _ in counts)
+    skipped = f" ({left_out} domain or collider object{'s' if left_out != 1 else ''} left out)" if left_out else ""
+    return (f"Packed {names} into {forecast.particle_count:,} spheres{skipped}, shown in place of "
+            f"{'them' if len(counts) > 1 else 'it'}; {time_sentence(forecast)}.")
+
+
 class MOCHI_OT_pack(bpy.types.Operator):
     """Pack the selected particle sources with spheres as they are at the bake's first frame and show them as a point cloud in place of the mesh (no simulation; domains and colliders are left out)"""
 
@@ -62,25 +88,13 @@ class MOCHI_OT_pack(bpy.types.Operator):
     bl_options = {"REGISTER", "UNDO"}
 
     def invoke(self, context, event):
-        from ...engine.errors import MochiError
-        from ..snapshot import source_blender_to_settings
-
         if context.window is None or not pack_candidates(context):
             return self.execute(context)
-        scene = context.scene
-        fps = scene.render.fps / scene.render.fps_base
-        try:
-            count = sum(estimated_sphere_count(source_blender_to_settings(o, context, frame_start=scene.mochi.frame_start,
-                                                                          fps=fps))
-                        for o in packable(pack_candidates(context)))
-        except MochiError:
-            return self.execute(context)  # execute reports the problem in one sentence
-        if count <= PACK_CONFIRM_COUNT:
+        message = pack_confirmation(context)
+        if message is None:
             return self.execute(context)
-        return context.window_manager.invoke_confirm(
-            self, event, title="Pack Millions of Spheres?", confirm_text="Pack",
-            message=f"About {count:,} spheres: packing takes minutes and baking them needs a lot of memory "
-                    "and time. A larger radius gives fewer.")
+        return context.window_manager.invoke_confirm(self, event, title="Pack This Many Grains?",
+                                                     confirm_text="Pack", message=message)
 
     def execute(self, context):
         from ...engine.errors import MochiError
@@ -104,19 +118,15 @@ class MOCHI_OT_pack(bpy.types.Operator):
             packed = []
             for obj in selected:
                 source = source_blender_to_settings(obj, context, frame_start=scene.mochi.frame_start, fps=fps)
-                packed.append((obj, pack_source(source, seed=scene.mochi.seed)))
+                packed.append((obj, source, pack_source(source, seed=scene.mochi.seed)))
         except MochiError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
-        total = 0
-        for obj, result in packed:
+        for obj, _, result in packed:
             playback.show_packing(scene, obj, result.positions, result.radius)
-            total += len(result.radius)
-        names = ", ".join(f"'{obj.name}'" for obj, _ in packed)
         left = len(everything) - len(selected)
-        skipped = f" ({left} domain or collider object{'s' if left != 1 else ''} left out)" if left else ""
-        self.report({"INFO"}, f"Packed {names} into {total:,} spheres{skipped}; the preview replaces "
-                    f"{'them' if len(packed) > 1 else 'it'} in the viewport.")
+        self.report({"INFO"}, pack_report(scene, [(obj.name, len(result.radius)) for obj, _, result in packed], left,
+                                          [source for _, source, _ in packed]))
         return {"FINISHED"}
 
 

@@ -10,6 +10,7 @@ objects) are applied.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import bpy
@@ -67,6 +68,61 @@ def save_scene_preset(context, path: Path, *, name: str, description: str = "", 
     return write_preset(path, document, meshes, overwrite=overwrite)
 
 
+def preset_frames_in_scene(preset, scene_fps: float) -> int:
+    """The preset's duration in frames of the scene's frame rate ``scene_fps`` [1/s], which a preset
+    never changes."""
+    return max(1, round(preset.frames * scene_fps / preset.fps))
+
+
+def preset_substeps_in_scene(preset, scene_fps: float) -> int | None:
+    """Steps per scene frame that keep the preset's time step at ``scene_fps`` [1/s] (None: no substeps)."""
+    return None if preset.substeps is None else max(1, round(preset.substeps * preset.fps / scene_fps))
+
+
+def preset_confirmation(context, preset) -> str | None:
+    """What applying ``preset`` asks first, or None to apply it at once.
+
+    A benchmark preset fixes the time step (``changing_radii_large``: 800,000 steps per frame). It asks
+    when the steps it sets, times the grains they will move, take a rough bake time
+    (``engine.budget.rough_bake_seconds``) over the preference "Ask Before Bakes Longer Than". The grains
+    are the scene's sources as predicted from their volumes (nothing is packed), or the preset's own box
+    emitters when the scene has no source yet. An 'auto' time step is the scene's own choice: no question.
+    """
+    from ...engine.budget import DEFAULT_MAX_STEPS_PER_FRAME
+    from ...engine.errors import MochiError
+    from ...engine.timestep import fixed_steps_per_frame
+    from ..grain_budget import forecast_sources, format_duration, scene_forecast
+    from ..preferences import confirm_seconds
+
+    scene = context.scene
+    scene_fps = scene.render.fps / scene.render.fps_base
+    steps = fixed_steps_per_frame(fps=scene_fps, dt=preset.dt, substeps=preset_substeps_in_scene(preset, scene_fps))
+    limit = confirm_seconds(context)
+    if steps is None or limit is None:
+        return None
+    sources = [o for o in scene.objects if o.mochi.role == "SOURCE"]
+    try:
+        counts = forecast_sources(context, sources).counts if sources else ()
+    except MochiError:
+        counts = ()
+    whose = "the scene's sources"
+    if not counts:
+        counts = tuple((e.material or "emitter", e.count) for e in preset.emitters if e.kind == "box" and e.count)
+        whose = "the preset's own emitters"
+    frames = preset_frames_in_scene(preset, scene_fps)
+    forecast = replace(scene_forecast(scene, counts), steps_per_frame=steps, frames=frames - 1,
+                       steps_automatic=False)
+    seconds = forecast.rough_seconds
+    if not forecast.particle_count or seconds <= limit:
+        return None
+    refused = (f" The Bake button refuses more than {DEFAULT_MAX_STEPS_PER_FRAME:,} steps per frame (the command "
+               "line's mochi bake --max-steps-per-frame runs it).") if steps > DEFAULT_MAX_STEPS_PER_FRAME else ""
+    return (f"'{preset.name}' steps {forecast.frames:,} frames at {steps:,} steps each "
+            f"({forecast.frames * steps:,} steps) for the {forecast.particle_count:,} grains of {whose}: roughly "
+            f"{format_duration(seconds)} on a CPU, longer than the {format_duration(limit)} of the preference "
+            f"'Ask Before Bakes Longer Than'.{refused} Apply it?")
+
+
 def apply_preset(preset, scene: bpy.types.Scene, active: bpy.types.Object | None) -> list[str]:
     """Copy a validated ``engine.preset.Preset`` into the scene (and domain/active source) settings, its
     fields included (``addon.force_fields.fields_engine_to_blender``).
@@ -84,13 +140,12 @@ def apply_preset(preset, scene: bpy.types.Scene, active: bpy.types.Object | None
     # The scene's frame rate is the artist's (a preset never changes it): the preset's duration is kept
     # in the scene's frames instead.
     scene_fps = scene.render.fps / scene.render.fps_base
-    s.frame_end = s.frame_start + max(1, round(preset.frames * scene_fps / preset.fps)) - 1
+    s.frame_end = s.frame_start + preset_frames_in_scene(preset, scene_fps) - 1
     s.seed = preset.seed
     if preset.dt is not None:
         s.timestep_mode, s.dt = "FIXED", preset.dt
     elif preset.substeps is not None:
-        # Steps per scene frame that keep the preset's time step at the scene's frame rate.
-        s.timestep_mode, s.substeps = "SUBSTEPS", max(1, round(preset.substeps * preset.fps / scene_fps))
+        s.timestep_mode, s.substeps = "SUBSTEPS", preset_substeps_in_scene(preset, scene_fps)
     else:
         s.timestep_mode = "AUTO"
     s.use_auto_stiffness = preset.stiffness is None
@@ -135,6 +190,21 @@ class MOCHI_OT_preset_apply(bpy.types.Operator):
 
     filepath: StringProperty(name="Preset", description="Path of the preset's .toml file",
                              subtype="FILE_PATH", options={"SKIP_SAVE"})
+
+    def invoke(self, context, event):
+        from ...engine.errors import MochiError
+        from ...engine.preset import load_preset
+
+        if context.window is None:
+            return self.execute(context)
+        try:
+            message = preset_confirmation(context, load_preset(self.filepath))
+        except MochiError:
+            message = None  # execute says what is wrong with the file
+        if message is None:
+            return self.execute(context)
+        return context.window_manager.invoke_confirm(self, event, title="Apply a Long Benchmark?",
+                                                     confirm_text="Apply", message=message)
 
     def execute(self, context):
         from ...engine.errors import MochiError
