@@ -80,6 +80,12 @@ def pack_report(scene, counts, left_out: int = 0, sources=()) -> str:
             f"{'them' if len(counts) > 1 else 'it'}; {time_sentence(forecast)}.")
 
 
+#: Seconds between two looks at a background Pack.
+TIMER_STEP = 0.1
+#: The Pack running in the background, if any (one at a time: two would share the two cores).
+_running = None
+
+
 class MOCHI_OT_pack(bpy.types.Operator):
     """Pack the selected particle sources with spheres as they are at the bake's first frame and show them as a point cloud in place of the mesh (no simulation; domains and colliders are left out)"""
 
@@ -87,47 +93,132 @@ class MOCHI_OT_pack(bpy.types.Operator):
     bl_label = "Pack"
     bl_options = {"REGISTER", "UNDO"}
 
+    in_background: bpy.props.BoolProperty(
+        name="In the Background", description="Pack in a worker thread while the window keeps drawing (set "
+        "when Pack is clicked; scripts pack at once)", default=False, options={"SKIP_SAVE", "HIDDEN"})
+
+    _job = None
+    _timer = None
+    _left_out = 0
+
     def invoke(self, context, event):
         if context.window is None or not pack_candidates(context):
             return self.execute(context)
+        self.in_background = True
         message = pack_confirmation(context)
         if message is None:
             return self.execute(context)
         return context.window_manager.invoke_confirm(self, event, title="Pack This Many Grains?",
                                                      confirm_text="Pack", message=message)
 
-    def execute(self, context):
+    def _capture(self, context):
+        """(sources by object name, objects left out), or None after reporting why nothing is packed."""
         from ...engine.errors import MochiError
-        from .. import playback
-        from ..settings import pack_source
         from ..snapshot import source_blender_to_settings
 
         everything = pack_candidates(context)
         if not everything:
             self.report({"ERROR"}, "Select the mesh objects to pack first.")
-            return {"CANCELLED"}
+            return None
         selected = packable(everything)
         if not selected:
             self.report({"ERROR"}, "Pack packs particle sources, and the selection holds only domains, "
                         "colliders or Mochi's own objects; select a source (or use Quick Grains).")
-            return {"CANCELLED"}
+            return None
         scene = context.scene
         fps = scene.render.fps / scene.render.fps_base
         try:
+            sources = {obj.name: source_blender_to_settings(obj, context, frame_start=scene.mochi.frame_start,
+                                                             fps=fps) for obj in selected}
+        except MochiError as exc:
+            self.report({"ERROR"}, str(exc))
+            return None
+        return sources, len(everything) - len(selected)
+
+    def execute(self, context):
+        from ...engine.errors import MochiError
+        from ..settings import pack_source
+
+        captured = self._capture(context)
+        if captured is None:
+            return {"CANCELLED"}
+        sources, self._left_out = captured
+        if self.in_background and context.window is not None:
+            return self._start_background(context, sources)
+        seed = context.scene.mochi.seed
+        try:
             # Pack everything before touching the scene, so that a failure changes nothing.
-            packed = []
-            for obj in selected:
-                source = source_blender_to_settings(obj, context, frame_start=scene.mochi.frame_start, fps=fps)
-                packed.append((obj, source, pack_source(source, seed=scene.mochi.seed)))
+            results = {name: pack_source(source, seed=seed) for name, source in sources.items()}
         except MochiError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
-        for obj, _, result in packed:
+        return self._show(context, sources, results)
+
+    def _show(self, context, sources, results):
+        """Put the packed previews in the scene (main thread only) and report."""
+        from .. import playback
+
+        scene = context.scene
+        shown = []
+        for name, result in results.items():
+            obj = bpy.data.objects.get(name)
+            if obj is None:  # deleted while it was being packed
+                continue
             playback.show_packing(scene, obj, result.positions, result.radius)
-        left = len(everything) - len(selected)
-        self.report({"INFO"}, pack_report(scene, [(obj.name, len(result.radius)) for obj, _, result in packed], left,
-                                          [source for _, source, _ in packed]))
+            shown.append(name)
+        if not shown:
+            self.report({"WARNING"}, "The packed objects were deleted meanwhile; nothing to show.")
+            return {"CANCELLED"}
+        self.report({"INFO"}, pack_report(scene, [(name, len(results[name].radius)) for name in shown],
+                                          self._left_out, [sources[name] for name in shown]))
         return {"FINISHED"}
+
+    def _start_background(self, context, sources):
+        global _running
+        from ..pack_job import PackJob
+
+        if _running is not None and not _running.finished:
+            self.report({"ERROR"}, "A Pack is already running; wait for it or press Esc to cancel it.")
+            return {"CANCELLED"}
+        self._job = _running = PackJob(sources=sources, seed=context.scene.mochi.seed).start()
+        wm = context.window_manager
+        self._timer = wm.event_timer_add(TIMER_STEP, window=context.window)
+        wm.modal_handler_add(self)
+        return {"RUNNING_MODAL"}
+
+    def _stop_timer(self, context):
+        if self._timer is not None:
+            context.window_manager.event_timer_remove(self._timer)
+            self._timer = None
+        if context.workspace is not None:
+            context.workspace.status_text_set(None)
+
+    def modal(self, context, event):
+        job = self._job
+        if event.type == "ESC" and event.value == "PRESS":
+            job.request_cancel()
+            return {"RUNNING_MODAL"}
+        if event.type != "TIMER":
+            return {"PASS_THROUGH"}  # the window stays live while the worker packs
+        if not job.finished:
+            if context.workspace is not None and job.current:
+                context.workspace.status_text_set(job.progress_line())
+            return {"PASS_THROUGH"}
+        self._stop_timer(context)
+        if job.error is not None:
+            self.report({"ERROR"}, job.error)
+            return {"CANCELLED"}
+        if job.cancel_requested:
+            self.report({"WARNING"}, "Pack cancelled; nothing was changed.")
+            return {"CANCELLED"}
+        return self._show(context, job.sources, job.results)
+
+    def cancel(self, context):
+        """Blender ends the modal operator (a file loaded, the window closed): stop the worker too."""
+        self._stop_timer(context)
+        if self._job is not None:
+            self._job.request_cancel()
+            self._job.join()
 
 
 CLASSES = (MOCHI_OT_pack,)

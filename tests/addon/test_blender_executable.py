@@ -323,6 +323,9 @@ def test_quick_grains_in_the_window(installed_user, tmp_path):
     scene = steps["scene"]
     assert scene["role"] == "SOURCE" and scene["display"] in ("WIRE", "BOUNDS") and scene["hide_render"]
     assert scene["cache"] == ""
+    # Pack ran in the background (modal over its worker), then showed the preview in place of the source.
+    assert steps["invoke pack"]["result"] == ["RUNNING_MODAL"]
+    assert steps["packed"]["spheres"] > 0 and steps["packed"]["source_hidden"]
     assert steps["invoke bake"]["result"] == ["RUNNING_MODAL"]
     assert (out / "mochi_quick" / "manifest.json").is_file()  # the per-file folder of quick.blend
     names = ("quick_grains_source", "quick_grains_domain", "bake_state_baked", "bake_state_out_of_date")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from .conftest import add_source, bpy, scene_state, select_only
+from .conftest import add_source, bpy, mochi_module, scene_state, select_only
 
 
 def test_pack_suzanne_and_a_cube(empty_scene):
@@ -113,3 +113,34 @@ def test_a_bake_hides_sources_and_previews_and_delete_bake_shows_them(small_scen
     assert not preview.hide_get() and not sources[1].hide_get()
     assert sources[0].hide_get()  # hidden by Pack, before the bake: its preview stands in for it
     assert not any(o.hide_render for o in sources)
+
+
+def test_the_background_pack_gives_the_same_spheres_and_cancels_or_fails_in_one_sentence(empty_scene):
+    """What the Pack button runs in a worker thread (addon.pack_job) packs exactly what a script's Pack
+    packs; a cancel requested before it starts packs nothing; a source that cannot be packed ends it with
+    the sentence the synchronous Pack reports."""
+    monkey = add_source("monkey", location=(0.0, 0.0, 1.0), radius=0.1)
+    bpy.ops.mesh.primitive_plane_add(size=2.0, location=(3.0, 0.0, 1.0))  # no volume: cannot be packed
+    flat = bpy.context.object
+    flat.mochi.role, flat.mochi.radius = "SOURCE", 0.1
+    scene = bpy.context.scene
+    fps = scene.render.fps / scene.render.fps_base
+    capture = mochi_module("addon.snapshot").source_blender_to_settings
+    pack_job = mochi_module("addon.pack_job")
+    sources = {"Suzanne": capture(monkey, bpy.context, frame_start=1, fps=fps)}
+    job = pack_job.PackJob(sources=sources, seed=scene.mochi.seed).start()
+    assert job.join(timeout=300) and job.error is None and not job.cancelled
+    expected = mochi_module("addon.settings").pack_source(sources["Suzanne"], seed=scene.mochi.seed)
+    np.testing.assert_array_equal(job.results["Suzanne"].positions, expected.positions)
+    np.testing.assert_array_equal(job.results["Suzanne"].radius, expected.radius)
+
+    cancelled = pack_job.PackJob(sources=sources, seed=0)
+    cancelled.request_cancel()
+    assert cancelled.start().join(timeout=60) and cancelled.cancelled and cancelled.results == {}
+
+    failing = pack_job.PackJob(sources={"Plane": capture(flat, bpy.context, frame_start=1, fps=fps)}, seed=0).start()
+    assert failing.join(timeout=60) and failing.results == {}
+    select_only(flat)
+    with pytest.raises(RuntimeError) as refused:
+        bpy.ops.mochi.pack()
+    assert failing.error and failing.error in str(refused.value)

@@ -177,7 +177,8 @@ def finish() -> None:
 def quick_grains_steps():
     """Quick Grains on the startup file's cube, as a user clicks it in the Mochi panel; screenshots of the
     panel with the source active (OUT/quick_grains_source.png) and the domain active
-    (OUT/quick_grains_domain.png, its Bake panel idle)."""
+    (OUT/quick_grains_domain.png, its Bake panel idle); with ``bake``, Pack in the background and a short
+    bake."""
     bpy.ops.wm.save_as_mainfile(filepath=str(OUT / "quick.blend"))  # a saved file: its own cache folder
     scene = bpy.context.scene
     cube = scene.objects["Cube"]
@@ -200,8 +201,16 @@ def quick_grains_steps():
     screenshot("quick_grains_domain")
     if "bake" not in sys.argv[sys.argv.index("--"):]:
         return
-    # A short bake of a few large grains, then the panel's baked and out-of-date states.
+    # Pack as its button runs it: a modal operator over a worker thread, the window drawing meanwhile.
     cube.mochi.radius = 0.25
+    bpy.context.view_layer.objects.active = cube
+    with bpy.context.temp_override(**properties_override()):
+        log("invoke pack", result=sorted(bpy.ops.mochi.pack("INVOKE_DEFAULT")))
+    while cube.mochi.pack_preview is None:
+        yield 0.1
+    log("packed", spheres=len(cube.mochi.pack_preview.data.vertices), source_hidden=cube.hide_get())
+    bpy.context.view_layer.objects.active = domain
+    # A short bake of a few large grains, then the panel's baked and out-of-date states.
     scene.mochi.frame_end = 3  # sets the Mochi range: Use Scene Range turns off
     with bpy.context.temp_override(**properties_override()):
         log("invoke bake", result=sorted(bpy.ops.mochi.bake("INVOKE_DEFAULT")))
