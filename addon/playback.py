@@ -12,8 +12,8 @@ the grains (*Viewport Display*, renders always show all); and a collection's obj
 on the grains (*Instance Collection*), one picked at random per grain, scaled by the grain's radius and
 turned by the cache's orientation (``qw qx qy qz``) where the cache has one, else by a random rotation
 seeded by the id. The instances wear the grain material and carry the grain's attributes, so they take
-the colour their sphere would have had. While a bake exists its sources are hidden from renders (``hide_sources_from_render``),
-and shown again when it is freed.
+the colour their sphere would have had. While a bake exists its sources are hidden from renders
+(``hide_sources_from_render``), and shown again when it is freed.
 """
 
 from __future__ import annotations
