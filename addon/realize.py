@@ -147,9 +147,9 @@ def realize_frame(context, *, subdivisions: int = 2) -> RealizedFrame:
     empty = obj.data
     obj.modifiers.remove(obj.modifiers[REALIZE_GROUP])
     obj.data = mesh
+    bpy.data.meshes.remove(empty)  # first, so that the mesh can take its name
     mesh.name = name
     _drop_empty_slots(mesh)
-    bpy.data.meshes.remove(empty)
     if not mesh.vertices:
         playback.remove_object(obj)
         raise MochiError(f"Cache frame {cache_frame} has no grains to convert.")

@@ -57,7 +57,7 @@ def test_the_frame_becomes_a_sphere_per_grain_in_the_grain_material(baked_scene)
     assert bpy.ops.mochi.realize_frame(subdivisions=2) == {"FINISHED"}
     obj = bpy.context.view_layer.objects.active
     assert obj is not source and obj.type == "MESH" and not obj.modifiers
-    assert obj.name == f"{source.name} Frame 2" and obj.select_get()
+    assert obj.name == obj.data.name == f"{source.name} Frame 2" and obj.select_get()
     assert set(bpy.data.node_groups) == groups  # the converter's node group is gone
     assert [m.name for m in obj.data.materials] == [playback.MATERIAL_NAME]
     vertices = _vertices(obj.data).reshape(len(radii), 42, 3)  # an icosphere of 2 subdivisions a grain
