@@ -11,8 +11,9 @@ source object (``object_id``) and varies them by ``mochi_random``; the viewport 
 the grains (*Viewport Display*, renders always show all); and a collection's objects can be instanced
 on the grains (*Instance Collection*), one picked at random per grain, scaled by the grain's radius and
 turned by the cache's orientation (``qw qx qy qz``) where the cache has one, else by a random rotation
-seeded by the id. While a bake exists its sources are hidden from renders (``hide_sources_from_render``),
-and shown again when it is freed.
+seeded by the id. The instances wear the grain material and carry the grain's attributes, so they take
+the colour their sphere would have had. While a bake exists its sources are hidden from renders
+(``hide_sources_from_render``), and shown again when it is freed.
 """
 
 from __future__ import annotations
@@ -304,6 +305,13 @@ def _render_ready(group, points, inputs, x: float):
     info.inputs["Separate Children"].default_value = True
     info.inputs["Reset Children"].default_value = True
     links.new(inputs.outputs[INPUT_COLLECTION], info.inputs["Collection"])
+    # The instances wear the grain material, as the spheres do: Set Material acts once per collection
+    # object (the geometry the instances reference), not once per grain. Instance on Points carries the
+    # points' object_id and mochi_random onto the instances, where the material reads them (Instancer).
+    dressed = nodes.new("GeometryNodeSetMaterial")
+    dressed.location = (x + 1000, -300)
+    links.new(info.outputs[0], dressed.inputs["Geometry"])
+    links.new(inputs.outputs[INPUT_MATERIAL], dressed.inputs["Material"])
     pick = _random(group, "INT", 2, grain_id, (x + 800, -1000))
     compat.node_socket(pick.inputs, "Max").default_value = 1 << 30
     quaternion = nodes.new("FunctionNodeQuaternionToRotation")
@@ -330,7 +338,7 @@ def _render_ready(group, points, inputs, x: float):
     instance = nodes.new("GeometryNodeInstanceOnPoints")
     instance.location = (x + 1200, -200)
     links.new(kept.outputs["Geometry"], instance.inputs["Points"])
-    links.new(info.outputs[0], instance.inputs["Instance"])
+    links.new(dressed.outputs["Geometry"], instance.inputs["Instance"])
     instance.inputs["Pick Instance"].default_value = True
     links.new(compat.node_socket(pick.outputs, "Value"), instance.inputs["Instance Index"])
     links.new(rotation.outputs[0], instance.inputs["Rotation"])
@@ -379,10 +387,6 @@ def grain_material() -> bpy.types.Material:
 def _colour_by_object(tree, bsdf) -> None:
     """Base colour = HSV(fract(0.07 + 0.618 × object_id), 0.56, 0.8 × (0.8 + 0.4 × mochi_random))."""
     nodes, links = tree.nodes, tree.links
-    object_id = nodes.new("ShaderNodeAttribute")
-    object_id.attribute_name, object_id.location = "object_id", (-900, 300)
-    random = nodes.new("ShaderNodeAttribute")
-    random.attribute_name, random.location = RANDOM_ATTRIBUTE, (-900, 0)
 
     def math(operation, location, *operands):
         node = nodes.new("ShaderNodeMath")
@@ -394,8 +398,20 @@ def _colour_by_object(tree, bsdf) -> None:
                 links.new(operand, node.inputs[index])
         return node.outputs["Value"]
 
-    hue = math("FRACT", (-500, 300), math("MULTIPLY_ADD", (-700, 300), object_id.outputs["Fac"], 0.618034, 0.07))
-    value = math("MULTIPLY_ADD", (-700, 0), random.outputs["Fac"], 0.32, 0.64)
+    def grain_attribute(name, y):
+        """The grain's ``name``: on the spheres' points and on realised meshes (Geometry), or on the
+        instance that carries it (Instancer); the other lookup finds nothing and gives 0, so the sum is
+        the one that exists."""
+        sockets = []
+        for row, kind in enumerate(("GEOMETRY", "INSTANCER")):
+            node = nodes.new("ShaderNodeAttribute")
+            node.attribute_name, node.attribute_type, node.location = name, kind, (-1100, y - 150 * row)
+            sockets.append(node.outputs["Fac"])
+        return math("ADD", (-900, y), *sockets)
+
+    object_id, random = grain_attribute("object_id", 300), grain_attribute(RANDOM_ATTRIBUTE, 0)
+    hue = math("FRACT", (-500, 300), math("MULTIPLY_ADD", (-700, 300), object_id, 0.618034, 0.07))
+    value = math("MULTIPLY_ADD", (-700, 0), random, 0.32, 0.64)
     colour = nodes.new("ShaderNodeCombineColor")
     colour.mode, colour.location = "HSV", (-300, 150)
     links.new(hue, colour.inputs[0])

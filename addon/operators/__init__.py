@@ -1,12 +1,12 @@
 """Operators: Pack, Bake/Resume/Cancel, Free Bake, Open Cache Folder, presets, Export USD/Alembic, Save Flamenco Job Types,
-Quick Grains, Add Mochi Bunny, Apply Look."""
+Quick Grains, Add Mochi Bunny, Apply Look, Convert Frame to Mesh."""
 
 import bpy
 
-from . import bake, cache, export, farm, fields, pack, presets, quick
+from . import bake, cache, export, farm, fields, pack, presets, quick, realize
 
 CLASSES = (*pack.CLASSES, *bake.CLASSES, *cache.CLASSES, *presets.CLASSES, *fields.CLASSES, *export.CLASSES, *farm.CLASSES,
-           *quick.CLASSES)
+           *quick.CLASSES, *realize.CLASSES)
 
 
 def register():

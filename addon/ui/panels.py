@@ -217,6 +217,9 @@ class MOCHI_PT_playback(_PhysicsPanel, bpy.types.Panel):
         col.active = s.use_instances
         col.prop(s, "instance_collection")
         col.prop(s, "instance_scale")
+        row = layout.row()
+        row.enabled = s.playback_object is not None
+        row.operator("mochi.realize_frame", icon="MESH_ICOSPHERE")
 
 
 CLASSES = (MOCHI_PT_object, MOCHI_PT_simulation, MOCHI_PT_bake, MOCHI_PT_playback)

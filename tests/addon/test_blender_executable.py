@@ -337,3 +337,110 @@ def test_quick_grains_in_the_window(installed_user, tmp_path):
     if target := os.environ.get("MOCHI_SCREENSHOT_DIR"):
         for name in names:
             shutil.copy2(out / f"{name}.png", Path(target) / f"{name}.png")
+
+
+#: A paddle keyed to sweep through a heap of grains: a 0.1 m thick plate as wide as the box (3 m) and 1 m
+#: tall, resting at x = PADDLE_FROM until frame 12, then moving at a constant speed to x = PADDLE_TO at
+#: frame 36, where it stays. The grains fall from a 0.6 m cube right of it, onto the box's floor.
+PADDLE_FROM, PADDLE_TO, PADDLE_HALF_THICKNESS, PADDLE_FRAMES = -1.2, 0.55, 0.05, 40
+MAKE_PADDLE_SCENE = """
+    import sys
+    import bpy
+
+    path, start, end, half = sys.argv[sys.argv.index("--") + 1:]
+    bpy.ops.wm.read_homefile(use_empty=True)
+    scene = bpy.context.scene
+    bpy.ops.mesh.primitive_cube_add(size=0.6, location=(0.3, 0.0, 0.35))
+    source = bpy.context.object
+    source.mochi.role, source.mochi.radius = "SOURCE", 0.06
+    bpy.ops.mesh.primitive_cube_add(size=1.0, location=(float(start), 0.0, 0.5))
+    paddle = bpy.context.object
+    paddle.name = "Paddle"
+    paddle.scale = (2 * float(half), 3.0, 1.0)
+    paddle.mochi.role = "COLLIDER"
+    # Constant speed between the keys (the default easing would make the speed vary).
+    bpy.context.preferences.edit.keyframe_new_interpolation_type = "LINEAR"
+    for frame, x in ((1, float(start)), (12, float(start)), (36, float(end))):
+        paddle.location.x = x
+        paddle.keyframe_insert("location", index=0, frame=frame)
+    bpy.ops.mesh.primitive_cube_add(size=3.0, location=(0.0, 0.0, 1.5))
+    domain = bpy.context.object
+    domain.name = "Domain"
+    domain.mochi.role = "DOMAIN"
+    s = scene.mochi
+    s.timestep_mode, s.substeps, s.backend = "SUBSTEPS", 40, "cpu"
+    s.use_auto_stiffness, s.stiffness = False, 5e4  # resolved by 40 steps a frame; 'auto' asks for more
+    s.frame_start, s.frame_end = 1, FRAMES
+    scene.frame_end = FRAMES
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+""".replace("FRAMES", str(PADDLE_FRAMES))
+
+#: Run in the baked .blend: the paddle's x [m] and the grains the playback shows (centres [m], radii [m],
+#: velocities [m/s]) at some frames, then Convert Frame to Mesh at the last one; printed as one JSON line.
+READ_PADDLE_BAKE = """
+    import json
+    import sys
+    import bpy
+    import numpy as np
+
+    frames = [int(f) for f in sys.argv[sys.argv.index("--") + 1:]]
+    scene = bpy.context.scene
+    playback, paddle = scene.mochi.playback_object, scene.objects["Paddle"]
+    report = {}
+    for frame in frames:
+        scene.frame_set(frame)
+        geometry = playback.evaluated_get(bpy.context.evaluated_depsgraph_get()).evaluated_geometry()
+        cloud = geometry.pointcloud
+        columns = {}
+        for name, field, width in (("position", "vector", 3), ("radius", "value", 1), ("velocity", "vector", 3)):
+            values = np.empty(len(cloud.points) * width, np.float32)
+            cloud.attributes[name].data.foreach_get(field, values)
+            columns[name] = values.reshape(-1, width).tolist() if width > 1 else values.tolist()
+        report[frame] = {"paddle_x": paddle.matrix_world.translation.x, **columns}
+    result = bpy.ops.mochi.realize_frame(subdivisions=1)
+    made = bpy.context.view_layer.objects.active
+    report["realized"] = {"result": sorted(result), "name": made.name, "vertices": len(made.data.vertices),
+                          "materials": [m.name for m in made.data.materials if m is not None]}
+    print("PADDLE " + json.dumps(report))
+"""
+
+
+def test_keyed_paddle_sweeps_the_grains_along(installed_user, tmp_path):
+    """An animated collider in the real executable: a paddle keyed to move +x through a heap, baked with
+    `blender -b scene.blend -c mochi bake`. The grains it meets move with it and end in front of it, none
+    inside it at any frame read; a grain behind its final place means it never moved (a static collider)."""
+    user = installed_user
+    scene = tmp_path / "paddle.blend"
+    ok(blender("-b", "--python-exit-code", "1", "--python-expr", textwrap.dedent(MAKE_PADDLE_SCENE), "--",
+               str(scene), str(PADDLE_FROM), str(PADDLE_TO), str(PADDLE_HALF_THICKNESS), user=user))
+    output = ok(blender("-b", str(scene), "-c", "mochi", "bake", user=user))
+    assert f"mochi: Baked {PADDLE_FRAMES} frames" in output
+    sweeping, last = 30, PADDLE_FRAMES
+    output = ok(blender("-b", str(scene), "--python-exit-code", "1", "--python-expr", textwrap.dedent(READ_PADDLE_BAKE),
+                        "--", "1", str(sweeping), str(last), user=user))
+    report = json.loads(next(line for line in output.splitlines() if line.startswith("PADDLE "))[7:])
+    frames = {int(frame): {name: np.asarray(value) for name, value in data.items()}
+              for frame, data in report.items() if frame.isdigit()}
+    start, during, end = frames[1], frames[sweeping], frames[last]
+    speed = (PADDLE_TO - PADDLE_FROM) / (36 - 12) * 24.0  # [m/s] at 24 frames a second
+    assert start["paddle_x"] == pytest.approx(PADDLE_FROM) and end["paddle_x"] == pytest.approx(PADDLE_TO)
+    assert PADDLE_FROM < during["paddle_x"] < PADDLE_TO
+
+    for frame, grains in frames.items():  # no grain inside the plate: its surface stays off the faces
+        gap = np.abs(grains["position"][:, 0] - grains["paddle_x"]) - PADDLE_HALF_THICKNESS - grains["radius"]
+        assert gap.min() > -0.3 * grains["radius"].max(), f"a grain is inside the paddle at frame {frame}"
+    # Grains that were where the paddle went are now in front of it: pushed, not passed through.
+    face = PADDLE_TO + PADDLE_HALF_THICKNESS
+    assert np.count_nonzero(start["position"][:, 0] < face) > 10
+    assert (end["position"][:, 0] - end["radius"]).min() > face - 0.3 * end["radius"].max()
+    assert (end["position"][:, 0] > 0).all()
+    # While it sweeps, the grains just in front of its face move along with it.
+    ahead = during["position"][:, 0] - during["paddle_x"] - PADDLE_HALF_THICKNESS
+    touching = ahead < 3 * during["radius"]
+    assert np.count_nonzero(touching) > 5
+    assert during["velocity"][touching, 0].mean() > 0.5 * speed
+
+    realized = report["realized"]
+    assert realized["result"] == ["FINISHED"] and realized["name"] == f"Mochi Playback Frame {last}"
+    assert realized["vertices"] == 12 * len(end["radius"])  # an icosphere of 12 vertices a grain
+    assert realized["materials"] == ["Mochi Grain"]

@@ -178,3 +178,47 @@ def test_instances_turn_with_the_cache_orientation_where_it_has_one(baked_scene,
     random = rotations(1)
     assert np.abs(random - random[0]).max() > 0.5, "without an orientation every grain turns its own way"
     assert playback.INPUT_COLLECTION in obj.modifiers[playback.MODIFIER_NAME].node_group.interface.items_tree
+
+
+def test_instances_take_the_colour_of_their_grain(baked_scene, tmp_path):
+    """Instanced objects wear the grain material and carry the grain's object_id and mochi_random, so a
+    render colours each source's instances as its spheres: one source's orange (hue 0.07), the other's
+    violet (hue 0.69). The instanced mesh itself has no material and no attribute of those names."""
+    playback = mochi_module("addon.playback")
+    mesh = bpy.data.meshes.new("Block")
+    mesh.from_pydata([(x, y, z) for x in (-0.8, 0.8) for y in (-0.8, 0.8) for z in (-0.8, 0.8)], [],
+                     [(0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4), (1, 5, 7, 3)])
+    blocks = bpy.data.collections.new("Blocks")
+    blocks.objects.link(bpy.data.objects.new("Block", mesh))
+    scene = baked_scene
+    s = scene.mochi
+    s.instance_collection, s.use_instances = blocks, True
+    geometry = _geometry(s.playback_object)
+    cloud = geometry.instances_pointcloud()
+    assert set(np.unique(_attribute(cloud, "object_id"))) == {0.0, 1.0}
+    assert _attribute(cloud, playback.RANDOM_ATTRIBUTE).std() > 0.15
+    (reference,) = geometry.instance_references()
+    assert [m.name for m in reference.mesh.materials] == [playback.MATERIAL_NAME]
+
+    scene.objects["Domain"].hide_render = True  # the box would hide the grains from the camera
+    camera = bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera"))
+    camera.location, camera.rotation_euler = (0.0, -6.0, 1.0), (np.pi / 2, 0.0, 0.0)
+    sun = bpy.data.objects.new("Sun", bpy.data.lights.new("Sun", "SUN"))
+    sun.rotation_euler, sun.data.energy = (0.6, 0.0, 0.3), 4.0
+    for obj in (camera, sun):
+        scene.collection.objects.link(obj)
+    scene.camera = camera
+    scene.render.engine = "CYCLES"
+    scene.cycles.samples, scene.cycles.device = 4, "CPU"
+    scene.render.resolution_x, scene.render.resolution_y, scene.render.resolution_percentage = 60, 40, 100
+    scene.view_settings.view_transform = "Standard"  # hues as the material makes them
+    scene.render.filepath = str(tmp_path / "instances.png")
+    scene.frame_set(2)
+    bpy.ops.render.render(write_still=True)
+    image = bpy.data.images.load(scene.render.filepath)
+    pixels = np.empty(len(image.pixels), np.float32)
+    image.pixels.foreach_get(pixels)
+    red, green, blue = pixels.reshape(-1, 4)[:, :3].T
+    orange = np.count_nonzero(red > blue + 0.1)  # each source covers about 80 of the 2400 pixels
+    violet = np.count_nonzero(blue > red + 0.1)
+    assert orange > 30 and violet > 30, (orange, violet)
