@@ -12,7 +12,7 @@ the grains (*Viewport Display*, renders always show all); and a collection's obj
 on the grains (*Instance Collection*), one picked at random per grain, scaled by the grain's radius and
 turned by the cache's orientation (``qw qx qy qz``) where the cache has one, else by a random rotation
 seeded by the id. The instances wear the grain material and carry the grain's attributes, so they take
-the colour their sphere would have had. While a bake exists its sources are hidden from renders
+the colour their sphere would have had (or, with *Grain Material* off, keep their own materials). While a bake exists its sources are hidden from renders
 (``hide_sources_from_render``), and shown again when it is freed.
 """
 
@@ -33,6 +33,7 @@ MODIFIER_NAME = "Mochi Playback"
 INPUT_FOLDER, INPUT_START, INPUT_LAST, INPUT_MATERIAL = "Cache Folder", "Start Frame", "Last Frame", "Material"
 INPUT_DISPLAY, INPUT_USE_INSTANCES, INPUT_COLLECTION, INPUT_INSTANCE_SCALE = (
     "Viewport Display", "Use Instances", "Instance Collection", "Instance Scale")
+INPUT_INSTANCE_GRAIN_MATERIAL = "Instances Wear Grain Material"
 #: The per-grain random value the material reads, and the per-grain key it is hashed from.
 RANDOM_ATTRIBUTE = "mochi_random"
 KEY_ATTRIBUTE = "mochi_id"
@@ -234,6 +235,8 @@ def _render_ready(group, points, inputs, x: float):
     interface.new_socket(INPUT_COLLECTION, in_out="INPUT", socket_type="NodeSocketCollection")
     scale = interface.new_socket(INPUT_INSTANCE_SCALE, in_out="INPUT", socket_type="NodeSocketFloat")
     scale.default_value, scale.min_value = 1.0, 0.0
+    wear = interface.new_socket(INPUT_INSTANCE_GRAIN_MATERIAL, in_out="INPUT", socket_type="NodeSocketBool")
+    wear.default_value = True
     # The grain's key: its particle id, or its row where the PLY importer drops 'id' (Blender 4.5; rows
     # are in particle order on every frame), stored before thinning changes the rows.
     cache_id = _named(group, "id", "INT", (x - 400, -600))
@@ -312,6 +315,12 @@ def _render_ready(group, points, inputs, x: float):
     dressed.location = (x + 1000, -300)
     links.new(info.outputs[0], dressed.inputs["Geometry"])
     links.new(inputs.outputs[INPUT_MATERIAL], dressed.inputs["Material"])
+    # Or they keep their own materials (a collection of rocks with rock materials).
+    worn = nodes.new("GeometryNodeSwitch")
+    worn.input_type, worn.location = "GEOMETRY", (x + 1100, -300)
+    links.new(inputs.outputs[INPUT_INSTANCE_GRAIN_MATERIAL], worn.inputs["Switch"])
+    links.new(info.outputs[0], worn.inputs["False"])
+    links.new(dressed.outputs["Geometry"], worn.inputs["True"])
     pick = _random(group, "INT", 2, grain_id, (x + 800, -1000))
     compat.node_socket(pick.inputs, "Max").default_value = 1 << 30
     quaternion = nodes.new("FunctionNodeQuaternionToRotation")
@@ -338,7 +347,7 @@ def _render_ready(group, points, inputs, x: float):
     instance = nodes.new("GeometryNodeInstanceOnPoints")
     instance.location = (x + 1200, -200)
     links.new(kept.outputs["Geometry"], instance.inputs["Points"])
-    links.new(dressed.outputs["Geometry"], instance.inputs["Instance"])
+    links.new(worn.outputs[0], instance.inputs["Instance"])
     instance.inputs["Pick Instance"].default_value = True
     links.new(compat.node_socket(pick.outputs, "Value"), instance.inputs["Instance Index"])
     links.new(rotation.outputs[0], instance.inputs["Rotation"])
@@ -437,7 +446,7 @@ def _group(name: str, builder) -> bpy.types.NodeTree:
 def _playback_group() -> bpy.types.NodeTree:
     """The .blend's playback group, or a new one when there is none or it predates the render-ready inputs."""
     group = bpy.data.node_groups.get(PLAYBACK_GROUP)
-    if group is None or INPUT_DISPLAY not in group.interface.items_tree:
+    if group is None or INPUT_INSTANCE_GRAIN_MATERIAL not in group.interface.items_tree:  # the newest input
         group = build_playback_group()
     return group
 
@@ -453,6 +462,8 @@ def apply_display_settings(scene: bpy.types.Scene) -> None:
     compat.modifier_input_set(modifier, INPUT_USE_INSTANCES, bool(s.use_instances and s.instance_collection))
     compat.modifier_input_set(modifier, INPUT_COLLECTION, s.instance_collection)
     compat.modifier_input_set(modifier, INPUT_INSTANCE_SCALE, float(s.instance_scale))
+    if INPUT_INSTANCE_GRAIN_MATERIAL in modifier.node_group.interface.items_tree:  # a group of an older file
+        compat.modifier_input_set(modifier, INPUT_INSTANCE_GRAIN_MATERIAL, bool(s.instance_grain_material))
     obj.update_tag()
 
 

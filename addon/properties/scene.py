@@ -180,6 +180,10 @@ class MochiSceneSettings(bpy.types.PropertyGroup):
     instance_scale: FloatProperty(
         name="Instance Scale", description="Size of an instance relative to its grain's radius", default=1.0,
         min=0.0, soft_max=4.0, update=_playback_display_changed)
+    instance_grain_material: BoolProperty(
+        name="Grain Material", description="Instances wear the grain material, coloured by source object like "
+        "the spheres; off: they keep the materials of the collection's objects", default=True,
+        update=_playback_display_changed)
 
     def frame_count(self) -> int:
         return self.frame_end - self.frame_start + 1

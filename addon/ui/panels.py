@@ -217,6 +217,7 @@ class MOCHI_PT_playback(_PhysicsPanel, bpy.types.Panel):
         col.active = s.use_instances
         col.prop(s, "instance_collection")
         col.prop(s, "instance_scale")
+        col.prop(s, "instance_grain_material")
         row = layout.row()
         row.enabled = s.playback_object is not None
         row.operator("mochi.realize_frame", icon="MESH_ICOSPHERE")

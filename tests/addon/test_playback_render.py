@@ -199,6 +199,16 @@ def test_instances_take_the_colour_of_their_grain(baked_scene, tmp_path):
     assert _attribute(cloud, playback.RANDOM_ATTRIBUTE).std() > 0.15
     (reference,) = geometry.instance_references()
     assert [m.name for m in reference.mesh.materials] == [playback.MATERIAL_NAME]
+    # Grain Material off: the instanced objects keep their own materials (rocks with rock materials).
+    rock = bpy.data.materials.new("Rock")
+    mesh.materials.append(rock)
+    s.instance_grain_material = False
+    (reference,) = _geometry(s.playback_object).instance_references()  # the object itself, untouched
+    assert reference.name == "Block" and [m.name for m in reference.data.materials] == ["Rock"]
+    s.instance_grain_material = True
+    mesh.materials.clear()
+    (reference,) = _geometry(s.playback_object).instance_references()
+    assert [m.name for m in reference.mesh.materials] == [playback.MATERIAL_NAME]
 
     scene.objects["Domain"].hide_render = True  # the box would hide the grains from the camera
     camera = bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera"))
