@@ -147,18 +147,30 @@ def contact_force(xi, xj, vi, vj, ri, rj, mi, mj, stiffness, beta, mu, *, spring
     return force
 
 
+def surface_rolling(materials: tuple[Material, ...], surface_rolling_friction: float) -> np.ndarray:
+    """Rolling coefficient μ_r of each material against a surface (a wall, a mesh collider): the mean of
+    the two, float64 (M,)."""
+    roll = np.array([m.rolling_friction for m in materials], np.float64)
+    return 0.5 * (roll + surface_rolling_friction)
+
+
+def surface_cohesion(materials: tuple[Material, ...], surface_cohesion_c: float) -> np.ndarray:
+    """SJKR cohesion c [Pa] of each material against a surface (a wall, a mesh collider): the smaller of
+    the two, float64 (M,)."""
+    return np.minimum(np.array([m.cohesion for m in materials], np.float64), surface_cohesion_c)
+
+
 def rolling_tables(materials: tuple[Material, ...], wall_rolling_friction: float) -> tuple[np.ndarray, np.ndarray]:
     """Rolling coefficients μ_r per material pair (M, M) and against the walls (M,), float32, averaged."""
     roll = np.array([m.rolling_friction for m in materials], np.float64)
     pair = (0.5 * (roll[:, None] + roll[None, :])).astype(np.float32)
-    wall = (0.5 * (roll + wall_rolling_friction)).astype(np.float32)
-    return pair, wall
+    return pair, surface_rolling(materials, wall_rolling_friction).astype(np.float32)
 
 
 def cohesion_tables(materials: tuple[Material, ...], wall_cohesion: float) -> tuple[np.ndarray, np.ndarray]:
     """SJKR cohesion c [Pa] per material pair (M, M) and against the walls (M,), float64, the min."""
     coh = np.array([m.cohesion for m in materials], np.float64)
-    return np.minimum(coh[:, None], coh[None, :]), np.minimum(coh, wall_cohesion)
+    return np.minimum(coh[:, None], coh[None, :]), surface_cohesion(materials, wall_cohesion)
 
 
 def contact_area(dist: float, ri: float, rj: float, *, wall: bool = False) -> float:
