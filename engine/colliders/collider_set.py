@@ -121,6 +121,7 @@ class ColliderSet:
     _clear_clock: np.ndarray | None = field(default=None, repr=False)
     _pending: dict | None = field(default=None, repr=False)
     _tables: tuple | None = field(default=None, repr=False)
+    _surface: tuple | None = field(default=None, repr=False)
     _last_materials: np.ndarray | None = field(default=None, repr=False)
 
     def __post_init__(self):
@@ -297,18 +298,14 @@ class ColliderSet:
         """Rolling coefficient μ_r and SJKR cohesion c [Pa] of every (collider, material) pair, float64
         (C, M) each, mixed as against a wall (``engine.contact_law.surface_rolling``/``surface_cohesion``);
         μ_r is zero without rotation (rolling resistance acts through ω only)."""
-        roll = np.array([surface_rolling(physics.materials, c.rolling_friction) for c in self.colliders])
-        if not physics.rotation:
-            roll = np.zeros_like(roll)
-        return roll, np.array([surface_cohesion(physics.materials, c.cohesion) for c in self.colliders])
-
-    def rolling(self, physics) -> bool:
-        """Whether rolling resistance acts against any collider (rotating grains, some μ_r > 0)."""
-        return bool(self.surface_tables(physics)[0].any())
-
-    def cohesive(self, physics) -> bool:
-        """Whether cohesion acts against any collider (some c > 0)."""
-        return bool(self.surface_tables(physics)[1].any())
+        key = (physics.materials, bool(physics.rotation))
+        if self._surface is None or self._surface[0] != key:  # once, not every step
+            roll = np.array([surface_rolling(physics.materials, c.rolling_friction) for c in self.colliders])
+            if not physics.rotation:
+                roll = np.zeros_like(roll)
+            cohesion = np.array([surface_cohesion(physics.materials, c.cohesion) for c in self.colliders])
+            self._surface = (key, roll, cohesion)
+        return self._surface[1], self._surface[2]
 
 
 def history_from_springs(springs: np.ndarray, normals: np.ndarray, counts: np.ndarray) -> dict[str, np.ndarray]:

@@ -217,8 +217,8 @@ def collider_forces(pos, vel, radius, mass, material, active, force, vertices, v
     """Add the force of one collider on every grain to ``force`` (n, 3) [N] (and, with ``rotation``,
     its torque to ``torque`` (n, 3) [N·m], the tangential force acting at the arm r − δ/2, the rolling
     resistance's torque, and the grain's angular velocity ``omega`` (n, 3) [rad/s] entering the slip
-    and rolling velocities). Cohesion acts with or without rotation; a grain whose material has neither
-    rotation nor cohesion against this collider runs the paper's law, its bits kept.
+    and rolling velocities). Cohesion acts with or without rotation; without rotation, a grain whose
+    material has no cohesion against this collider runs the paper's law, its bits kept.
 
     Grains with a known clearance skip the tree: grain i is certainly out of reach while
     |x_i − clear_from_i| + (clock − clear_clock_i) < clearance_i, where ``clock`` sums the collider's

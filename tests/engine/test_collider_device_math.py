@@ -430,7 +430,7 @@ def test_launcher_steps_like_the_cpu_hooks(host_library, monkeypatch, scene, coh
                                       for index, c in enumerate(colliders.colliders)))
         physics = dataclasses.replace(physics, materials=(dataclasses.replace(physics.materials[0], cohesion=1.0e4),
                                                           physics.materials[1]))
-        assert colliders.cohesive(physics)
+        assert colliders.surface_tables(physics)[1].any()
     model = SimpleNamespace(physics=physics, colliders=colliders)
     particles = HostParticles(model, grains)
     device = gpu_colliders.DeviceColliders.for_model(particles)

@@ -95,10 +95,11 @@ def test_rolling_resistance_above_the_slope_holds_the_grain(surface):
 
 @pytest.mark.parametrize("mu_r", [0.5 * math.tan(THETA), 1.5 * math.tan(THETA)])
 def test_mesh_slope_gives_the_walls_trajectory(mu_r):
-    """Mesh and wall: the same law through the same call, so the same path to float32 rounding."""
+    """Mesh and wall: the same law through the same call, so the same path to rounding (the wall's μ_r
+    table is float32, the collider's float64: 2 nm apart after 3 cm of rolling; equal where it holds)."""
     _, x_mesh = _slope("mesh", mu_r)
     _, x_wall = _slope("wall", mu_r)
-    np.testing.assert_allclose(x_mesh, x_wall, rtol=0.0, atol=1e-6 * R + 1e-4 * np.abs(x_wall).max())
+    np.testing.assert_allclose(x_mesh, x_wall, rtol=0.0, atol=1e-6 * R)
 
 
 def _hanging_grain(surface: str, pull_fraction: float) -> float:
