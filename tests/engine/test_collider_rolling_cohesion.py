@@ -41,11 +41,11 @@ def _setup(position, gravity, *, surface: str, floor: bool, rolling_friction=0.0
                         cohesion=cohesion)
     height = 0.0 if floor else CEILING
     if surface == "wall":
-        lo, hi = (-10.0, 0.0 if floor else -1.0, -1.0), (10.0, 1.0 if floor else CEILING, 1.0)
+        lo, hi = (-1.0, 0.0 if floor else -1.0, -1.0), (1.0, 1.0 if floor else CEILING, 1.0)
         colliders = None
     else:  # the box far away: only the mesh is touched
-        lo, hi = (-10.0, -1.0, -1.0), (10.0, 1.0, 1.0)
-        vertices, triangles = grid_plane(20.0, 10, height=height)
+        lo, hi = (-1.0, -1.0, -1.0), (1.0, 1.0, 1.0)
+        vertices, triangles = grid_plane(2.0, 4, height=height)
         colliders = ColliderSet((Collider("plane", vertices, triangles, restitution=0.3, friction=0.5,
                                           rolling_friction=rolling_friction, cohesion=cohesion),))
     domain = Domain(lo=lo, hi=hi, wall_restitution=0.3, wall_friction=0.5, wall_rolling_friction=rolling_friction,
@@ -55,12 +55,17 @@ def _setup(position, gravity, *, surface: str, floor: bool, rolling_friction=0.0
                              stiffness=STIFFNESS, dt=DT, colliders=colliders, rotation=True, integrator="verlet")
 
 
-def _slope(surface: str, rolling_friction: float, steps: int = 3000, every: int = 10):
-    """A grain resting on a 10° slope (gravity tilted by θ); its times [s] and x [m] every ``every`` steps."""
+def _cpu(model):
+    return make_backend("cpu", model)
+
+
+def _slope(surface: str, rolling_friction: float, steps: int = 3000, every: int = 10, *, make=_cpu):
+    """A grain resting on a 10° slope (gravity tilted by θ); its times [s] and x [m] every ``every`` steps
+    on the backend ``make(model)`` returns."""
     rest = MASS * G * math.cos(THETA) / STIFFNESS  # resting overlap
     setup = _setup((0.0, R - rest, 0.0), (G * math.sin(THETA), -G * math.cos(THETA), 0.0), surface=surface,
                    floor=True, rolling_friction=rolling_friction)
-    backend = make_backend("cpu", setup.model)
+    backend = make(setup.model)
     backend.set_state(setup.state)
     t, x = [], []
     for _ in range(steps // every):
@@ -102,7 +107,7 @@ def test_mesh_slope_gives_the_walls_trajectory(mu_r):
     np.testing.assert_allclose(x_mesh, x_wall, rtol=0.0, atol=1e-6 * R)
 
 
-def _hanging_grain(surface: str, pull_fraction: float) -> float:
+def _hanging_grain(surface: str, pull_fraction: float, *, make=_cpu) -> float:
     """A grain stuck under a ceiling by SJKR cohesion, pulled down by gravity; its depth below the
     ceiling [m] after 0.1 s.
 
@@ -115,7 +120,7 @@ def _hanging_grain(surface: str, pull_fraction: float) -> float:
     strongest = c * math.pi * (0.5 * depth) ** 2
     setup = _setup((0.0, CEILING - (R - depth), 0.0), (0.0, -pull_fraction * strongest / MASS, 0.0),
                    surface=surface, floor=False, cohesion=c)
-    backend = make_backend("cpu", setup.model)
+    backend = make(setup.model)
     backend.set_state(setup.state)
     backend.step(1000)
     return CEILING - float(backend.get_state().positions[0, 1])
