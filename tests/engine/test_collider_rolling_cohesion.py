@@ -257,3 +257,35 @@ def test_bad_collider_surface_keys_raise_one_sentence(tmp_path, key):
     preset["colliders"][0][key] = 0.2
     spec = parse_preset(preset, str(tmp_path / "p.toml")).colliders[0]
     assert getattr(spec, key) == 0.2
+
+
+@pytest.mark.parametrize("ratio", [0.5, 1.25])
+def test_collider_cohesion_note_names_the_threshold_and_the_depth_grains_settle_at(ratio):
+    """Below k/(2π r) a collider's stickiness only softens contacts (the note says so and the grain does
+    not sink); above it, a grain in zero gravity settles at the depth the note predicts, 2 (1 − k/(2π c r))
+    of a radius."""
+    c = ratio * STIFFNESS / (2.0 * math.pi * R)
+    setup = _setup((0.0, 0.99 * R, 0.0), (0.0, 0.0, 0.0), surface="mesh", floor=True, cohesion=c)
+    [note] = [n for n in setup.notes if "collider 'plane'" in n]
+    backend = make_backend("cpu", setup.model)
+    backend.set_state(setup.state)
+    backend.step(20_000)
+    overlap = (R - float(backend.get_state().positions[0, 1])) / R
+    if ratio < 1.0:
+        assert "only softens" in note
+        assert overlap < 0.05 * 0.01  # the 1% start is pushed out to nothing
+    else:
+        predicted = 2.0 * (1.0 - 1.0 / ratio)
+        assert f"{predicted:.0%}" in note
+        assert overlap == pytest.approx(predicted, rel=0.02)
+
+
+def test_collider_stickiness_on_a_material_without_any_is_named():
+    from engine.contact_law import surface_cohesion_notes
+
+    materials = (Material(name="dry", cohesion=0.0), Material(name="wet", cohesion=5.0e5))
+    notes = surface_cohesion_notes(materials, np.array([0, 1], np.int32), np.full(2, R), STIFFNESS,
+                                   [("collider 'bowl'", 3.0e5), ("collider 'plain'", 0.0)])
+    assert len(notes) == 2
+    assert "does not act on material 'dry'" in notes[0]
+    assert "'wet'" in notes[1] and "3e+05 Pa" in notes[1]  # the smaller of the two
