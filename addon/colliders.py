@@ -152,7 +152,8 @@ def colliders_blender_to_settings(context, objects, *, frame_start: int, frame_c
     for obj in objects:
         s = obj.mochi
         surface = dict(name=obj.name, thickness=s.collider_thickness, restitution=s.collider_restitution,
-                       friction=s.collider_friction)
+                       friction=s.collider_friction, rolling_friction=s.collider_rolling_friction,
+                       cohesion=s.collider_cohesion)
         local, triangles = meshes[obj.name]
         if obj.name in deforming:
             result.append(_deforming_or_static(surface, keys[obj.name], triangles, times))

@@ -44,6 +44,10 @@ def _collider(collider, mesh_path: str) -> dict:
 
     entry = {"type": "mesh", "path": mesh_path, "name": collider.name, "thickness": float(collider.thickness),
              "restitution": float(collider.restitution), "friction": float(collider.friction)}
+    # Presets store only what differs from the defaults (0: no rolling resistance, no stickiness).
+    for key in ("rolling_friction", "cohesion"):
+        if getattr(collider, key):
+            entry[key] = float(getattr(collider, key))
     if collider.kind == "deforming":
         raise MochiError(f"The collider '{collider.name}' deforms over the frames, which a preset cannot hold; "
                          "make it static or rigid (no modifiers or shape keys that move it) to save a preset.")

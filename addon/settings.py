@@ -108,6 +108,8 @@ class ColliderSettings:
         thickness: Surface thickness [m].
         restitution: Restitution of the surface in (0, 1].
         friction: Coulomb friction coefficient of the surface.
+        rolling_friction: Rolling-resistance coefficient μ_r of the surface (averaged with the grain's).
+        cohesion: SJKR cohesion c of the surface [Pa] (a contact uses the smaller of it and the grain's).
         times: Key times [s] from the bake's first frame, float64 (key_count,), or None when static.
         translations: World position of the body origin per key [m], float64 (key_count, 3) (rigid).
         rotations: Rotation matrix per key, float64 (key_count, 3, 3) (rigid).
@@ -124,6 +126,8 @@ class ColliderSettings:
     translations: np.ndarray | None = None
     rotations: np.ndarray | None = None
     key_vertices: np.ndarray | None = None
+    rolling_friction: float = 0.0
+    cohesion: float = 0.0
 
     @property
     def kind(self) -> str:
@@ -243,7 +247,8 @@ def collider_settings_to_engine(collider: ColliderSettings):
     from ..engine.colliders import Collider, DeformMotion, RigidMotionKeyframes
 
     surface = dict(name=collider.name, triangles=collider.triangles, thickness=collider.thickness,
-                   restitution=collider.restitution, friction=collider.friction)
+                   restitution=collider.restitution, friction=collider.friction,
+                   rolling_friction=collider.rolling_friction, cohesion=collider.cohesion)
     if collider.kind == "rigid":
         motion = RigidMotionKeyframes(times=collider.times, translations=collider.translations,
                                       rotations=collider.rotations)

@@ -147,18 +147,30 @@ def contact_force(xi, xj, vi, vj, ri, rj, mi, mj, stiffness, beta, mu, *, spring
     return force
 
 
+def surface_rolling(materials: tuple[Material, ...], surface_rolling_friction: float) -> np.ndarray:
+    """Rolling coefficient μ_r of each material against a surface (a wall, a mesh collider): the mean of
+    the two, float64 (M,)."""
+    roll = np.array([m.rolling_friction for m in materials], np.float64)
+    return 0.5 * (roll + surface_rolling_friction)
+
+
+def surface_cohesion(materials: tuple[Material, ...], surface_cohesion_c: float) -> np.ndarray:
+    """SJKR cohesion c [Pa] of each material against a surface (a wall, a mesh collider): the smaller of
+    the two, float64 (M,)."""
+    return np.minimum(np.array([m.cohesion for m in materials], np.float64), surface_cohesion_c)
+
+
 def rolling_tables(materials: tuple[Material, ...], wall_rolling_friction: float) -> tuple[np.ndarray, np.ndarray]:
     """Rolling coefficients μ_r per material pair (M, M) and against the walls (M,), float32, averaged."""
     roll = np.array([m.rolling_friction for m in materials], np.float64)
     pair = (0.5 * (roll[:, None] + roll[None, :])).astype(np.float32)
-    wall = (0.5 * (roll + wall_rolling_friction)).astype(np.float32)
-    return pair, wall
+    return pair, surface_rolling(materials, wall_rolling_friction).astype(np.float32)
 
 
 def cohesion_tables(materials: tuple[Material, ...], wall_cohesion: float) -> tuple[np.ndarray, np.ndarray]:
     """SJKR cohesion c [Pa] per material pair (M, M) and against the walls (M,), float64, the min."""
     coh = np.array([m.cohesion for m in materials], np.float64)
-    return np.minimum(coh[:, None], coh[None, :]), np.minimum(coh, wall_cohesion)
+    return np.minimum(coh[:, None], coh[None, :]), surface_cohesion(materials, wall_cohesion)
 
 
 def contact_area(dist: float, ri: float, rj: float, *, wall: bool = False) -> float:
@@ -286,4 +298,49 @@ def cohesion_notes(materials: tuple[Material, ...], material_index: np.ndarray, 
                 notes.append(f"Stickiness {material.cohesion:.3g} Pa of material '{material.name}' makes its grains "
                              f"settle about {depth:.0%} of a radius into each other (binding starts at "
                              f"{threshold:.3g} Pa with stiffness {stiffness:.3g} N/m).")
+    return tuple(notes)
+
+
+def surface_cohesion_notes(materials: tuple[Material, ...], material_index: np.ndarray, radius: np.ndarray,
+                           stiffness: float, surfaces) -> tuple[str, ...]:
+    """What SJKR cohesion against surfaces (mesh colliders) does with this stiffness, in sentences.
+
+    A grain of radius r on a surface with overlap δ feels k δ − c π (2 r δ − δ²), c the smaller of the
+    grain's and the surface's (``surface_cohesion``): the pull beats the spring only when
+    c > k / (2π r), and the grain then settles at δ* = 2 r (1 − k / (2π c r)). A surface whose
+    Stickiness meets a material without any does nothing to it; worth saying before a bake, as are the
+    two cases of ``cohesion_notes``.
+
+    Args:
+        materials: The material table.
+        material_index: Material of each grain, shape (particle_count,).
+        radius: Radii [m], shape (particle_count,).
+        stiffness: Normal stiffness k [N/m].
+        surfaces: (label, c [Pa]) of each surface, e.g. ("collider 'Bowl'", 2.0e4).
+    """
+    notes = []
+    for label, surface_c in surfaces:
+        if surface_c <= 0.0:
+            continue
+        mixed = surface_cohesion(materials, surface_c)
+        for index, material in enumerate(materials):
+            mine = radius[material_index == index]
+            if mine.size == 0:
+                continue
+            c = float(mixed[index])
+            r = float(np.median(mine))
+            threshold = stiffness / (2.0 * math.pi * r)
+            if c <= 0.0:
+                notes.append(f"The Stickiness of the {label} does not act on material '{material.name}': a contact "
+                             "sticks with the smaller of the two Stickiness values, and the material has none.")
+            elif c <= threshold:
+                notes.append(f"Stickiness {c:.3g} Pa between the {label} and material '{material.name}' is below "
+                             f"the {threshold:.3g} Pa its grains (r = {r:.3g} m) need to stick with stiffness "
+                             f"{stiffness:.3g} N/m: it only softens their contacts.")
+            else:
+                depth = 2.0 * (1.0 - threshold / c)
+                if depth > 0.1:
+                    notes.append(f"Stickiness {c:.3g} Pa between the {label} and material '{material.name}' makes "
+                                 f"its grains settle about {depth:.0%} of a radius into the surface (binding starts "
+                                 f"at {threshold:.3g} Pa with stiffness {stiffness:.3g} N/m).")
     return tuple(notes)

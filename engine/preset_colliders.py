@@ -9,6 +9,8 @@ Schema (every key optional except ``type`` and ``path``)::
     thickness = 0.002              # shell thickness [m]; grains keep r + thickness/2 from the surface
     restitution = 0.5              # of the surface, averaged with the grain material's
     friction = 0.5                 # Coulomb μ of the surface, averaged likewise
+    rolling_friction = 0.0         # rolling resistance μ_r of the surface, averaged likewise
+    cohesion = 0.0                 # SJKR cohesion c of the surface [Pa]; a contact uses the smaller c
     scale = 1.0                    # number or [sx, sy, sz], applied to the file's vertices first
     rotation = [0, 0, 0]           # Euler XYZ [degrees] (Blender's 'XYZ'), about the mesh origin
     position = [0, 0, 0]           # where the mesh origin goes [m]
@@ -29,7 +31,8 @@ from typing import Any
 
 import numpy as np
 
-COLLIDER_KEYS = {"type", "name", "path", "thickness", "restitution", "friction", "scale", "rotation", "position",
+COLLIDER_KEYS = {"type", "name", "path", "thickness", "restitution", "friction", "rolling_friction", "cohesion",
+                 "scale", "rotation", "position",
                  "angular_velocity", "pivot", "velocity", "keyframes"}
 KEYFRAME_KEYS = {"time", "position", "rotation"}
 MOTION_KEYS = ("rotation", "position", "angular_velocity", "pivot", "velocity")
@@ -45,6 +48,8 @@ class ColliderSpec:
     thickness: float = 0.0
     restitution: float = 0.5
     friction: float = 0.5
+    rolling_friction: float = 0.0
+    cohesion: float = 0.0
     scale: tuple[float, float, float] = (1.0, 1.0, 1.0)
     rotation: tuple[float, float, float] = (0.0, 0.0, 0.0)
     position: tuple[float, float, float] = (0.0, 0.0, 0.0)
@@ -103,6 +108,8 @@ def _parse_one(c, raw: Any, where: str, folder: Path) -> ColliderSpec:
         thickness=c.number(e, where, "thickness", 0.0, low=0),
         restitution=c.number(e, where, "restitution", 0.5, low=0, high=1, low_open=True),
         friction=c.number(e, where, "friction", 0.5, low=0),
+        rolling_friction=c.number(e, where, "rolling_friction", 0.0, low=0),
+        cohesion=c.number(e, where, "cohesion", 0.0, low=0),
         scale=scale,
         rotation=c.vector(e, where, "rotation", (0.0, 0.0, 0.0)),
         position=c.vector(e, where, "position", (0.0, 0.0, 0.0)),
@@ -123,7 +130,7 @@ def collider_from_spec(spec: ColliderSpec):
     vertices, triangles = load_collider_mesh(spec.path)
     body = vertices * np.asarray(spec.scale, np.float64)
     surface = dict(name=spec.name, triangles=triangles, thickness=spec.thickness, restitution=spec.restitution,
-                   friction=spec.friction)
+                   friction=spec.friction, rolling_friction=spec.rolling_friction, cohesion=spec.cohesion)
     if spec.keyframes:
         motion = RigidMotionKeyframes(times=[k[0] for k in spec.keyframes],
                                       translations=[k[1] for k in spec.keyframes],

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from .budget import check_memory
-from .contact_law import cohesion_notes
+from .contact_law import cohesion_notes, surface_cohesion_notes
 from .errors import MochiError
 from .fields import ForceField, field_max_acceleration
 from .model import Body, Domain, Gravity, Material, Model, Physics, build_model, particle_masses
@@ -241,6 +241,9 @@ def setup_from_arrays(*, positions: np.ndarray, radius: np.ndarray, velocities: 
     model = build_model(radius, physics, material_index=material_index, object_id=object_id, colliders=colliders,
                         positions=state.positions)
     notes = choice.notes + cohesion_notes(materials, model.material_index, model.radius, choice.stiffness)
+    if colliders is not None:
+        notes += surface_cohesion_notes(materials, model.material_index, model.radius, choice.stiffness,
+                                        [(f"collider '{c.name}'", c.cohesion) for c in colliders.colliders])
     return SceneSetup(model=model, state=state, name=name, frames=frames, notes=notes, time_step=choice)
 
 

@@ -302,8 +302,8 @@ COLLIDER_HD void collider_contact(double dx, double dy, double dz, double dist, 
 // double, line for line, on a contact of unit normal n: force on i (fx, fy, fz) [N] and torque on i
 // (tx, ty, tz) [N m]. dv = v_i − v_j; w_i, w_j angular velocities [rad/s]; arms R_i, R_j and rolling
 // radius r_eff [m]; cohesive = c·A [N]; spring[0..2] the tangential spring (null: the capped damper),
-// rolling[0..2] the rolling history (read only when mu_roll > 0). Colliders call it with w_j = 0,
-// R_j = 0 and, as the CPU reference does, without rolling resistance or cohesion.
+// rolling[0..2] the rolling history (read only when mu_roll > 0). Colliders call it as the CPU reference
+// calls the wall's law: w_j = 0, R_j = 0, r_eff = r, cohesive = c·π(2rδ − δ²).
 COLLIDER_HD void collider_contact_full(double nx, double ny, double nz, double overlap, double dvx, double dvy,
                                        double dvz, double wix, double wiy, double wiz, double wjx, double wjy,
                                        double wjz, double arm_i, double arm_j, double r_eff, double m_eff,
@@ -401,20 +401,24 @@ COLLIDER_HD void collider_contact_full(double nx, double ny, double nz, double o
     fz = f_n * nz + ftz;
 }
 
-// The contact springs of the grain in slot i against collider C: its row (by model index), null
-// without springs.
+// The contact springs of the grain in slot i against collider C: its row (by model index), −1
+// without springs (neither tangential springs nor rolling resistance).
 COLLIDER_HD int collider_spring_row(const DemParams& P, const ColliderParams& C, int i) {
-    return C.spring_model ? P.slot_to_model[i] : -1;
+    return (C.spring_model || C.rolling_model) ? P.slot_to_model[i] : -1;
 }
+
+// Doubles per contact slot in ColliderParams::springs: ξ (0–2) and ξ_r (3–5).
+#define COLLIDER_SPRING_WIDTH 6
 
 // Forgets the springs of the grain in slot i (no contact with C, or inactive), as kernels._clear_slots.
 COLLIDER_HD void collider_forget(const DemParams& P, const ColliderParams& C, int i) {
     const int row = collider_spring_row(P, C, i);
     if (row < 0) return;
     const int old = C.contact_count[row];
-    double* springs = C.springs + 3 * COLLIDER_MAX_CONTACTS * (size_t)row;
+    double* springs = C.springs + COLLIDER_SPRING_WIDTH * COLLIDER_MAX_CONTACTS * (size_t)row;
     double* normals = C.normals + 3 * COLLIDER_MAX_CONTACTS * (size_t)row;
-    for (int s = 0; s < 3 * old; ++s) springs[s] = normals[s] = 0.0;
+    for (int s = 0; s < COLLIDER_SPRING_WIDTH * old; ++s) springs[s] = 0.0;
+    for (int s = 0; s < 3 * old; ++s) normals[s] = 0.0;
     C.contact_count[row] = 0;
 }
 
@@ -422,8 +426,9 @@ COLLIDER_HD void collider_forget(const DemParams& P, const ColliderParams& C, in
 // spots in double (kernels.collider_forces). With springs, a new contact inherits the spring of the
 // grain's unused slot whose normal is closest (cosine above COLLIDER_MATCH_COS), and the slots are then
 // rewritten with this step's contacts in order, as the CPU reference keeps them. With rotation
-// (DemParams::rotation) the contacts use the full law (collider_contact_full: the grain's ω in the slip
-// velocity, the tangential force at the arm r − δ/2) and their torques [N m] are summed into *torque.
+// (DemParams::rotation) or cohesion against C the contacts use the full law (collider_contact_full: the
+// grain's ω in the slip and rolling velocities, the tangential force at the arm r − δ/2, rolling
+// resistance μ_r, SJKR cohesion c·π(2rδ − δ²)) and their torques [N m] are summed into *torque.
 COLLIDER_HD double3 collider_resolve(const DemParams& P, const ColliderParams& C, int i,
                                      const ColliderCandidates& candidates, double3* torque = nullptr) {
     double3 sum = make_double3(0.0, 0.0, 0.0);
@@ -438,11 +443,11 @@ COLLIDER_HD double3 collider_resolve(const DemParams& P, const ColliderParams& C
     const int material = (int)(info >> DEM_INFO_MATERIAL_SHIFT);
     const double m = (double)v4.w;
     const int row = collider_spring_row(P, C, i);
-    double* springs = row < 0 ? nullptr : C.springs + 3 * COLLIDER_MAX_CONTACTS * (size_t)row;
+    double* springs = row < 0 ? nullptr : C.springs + COLLIDER_SPRING_WIDTH * COLLIDER_MAX_CONTACTS * (size_t)row;
     double* normals = row < 0 ? nullptr : C.normals + 3 * COLLIDER_MAX_CONTACTS * (size_t)row;
     const int old = row < 0 ? 0 : C.contact_count[row];
     bool used[COLLIDER_MAX_CONTACTS];
-    double hist[COLLIDER_MAX_CONTACTS][3];
+    double hist[COLLIDER_MAX_CONTACTS][COLLIDER_SPRING_WIDTH];
     double contact_normal[COLLIDER_MAX_CONTACTS][3];
     for (int s = 0; s < old; ++s) used[s] = false;
     int kept = 0;
@@ -465,6 +470,7 @@ COLLIDER_HD double3 collider_resolve(const DemParams& P, const ColliderParams& C
             dist_used = 1.0;
         }
         double* spring = nullptr;
+        double* rolling = nullptr;
         if (row >= 0) {
             const double nx = dx / dist_used, ny = dy / dist_used, nz = dz / dist_used;
             // Inherit the spring of the old slot with the nearest normal, if near enough.
@@ -479,26 +485,38 @@ COLLIDER_HD double3 collider_resolve(const DemParams& P, const ColliderParams& C
                     best = s;
                 }
             }
-            for (int axis = 0; axis < 3; ++axis) hist[c][axis] = best >= 0 ? springs[3 * best + axis] : 0.0;
+            for (int axis = 0; axis < COLLIDER_SPRING_WIDTH; ++axis) {
+                hist[c][axis] = best >= 0 ? springs[COLLIDER_SPRING_WIDTH * best + axis] : 0.0;
+            }
             if (best >= 0) used[best] = true;
             contact_normal[c][0] = nx;
             contact_normal[c][1] = ny;
             contact_normal[c][2] = nz;
-            spring = hist[c];
+            if (C.spring_model) spring = hist[c];
+            if (C.rolling_model) rolling = hist[c] + 3;
         }
         double svx, svy, svz;
         collider_surface_velocity(C, t, q.w0, q.w1, q.w2, svx, svy, svz);
         double fx, fy, fz;
-        if (P.rotation) {
+        const double c_surface = C.cohesion[material];
+        if (P.rotation || c_surface > 0.0) {
             const double overlap = reach - dist;
-            const float4 w = P.omega[i];
             const double r = (double)p4.w;
+            // The wall's contact disc: the shell's face cuts the sphere δ deep (math.pi's double).
+            const double cohesive = c_surface > 0.0
+                ? c_surface * 3.141592653589793 * (2.0 * r * overlap - overlap * overlap) : 0.0;
+            double wx = 0.0, wy = 0.0, wz = 0.0;
+            if (P.rotation) {
+                const float4 w = P.omega[i];
+                wx = (double)w.x;
+                wy = (double)w.y;
+                wz = (double)w.z;
+            }
             double tx, ty, tz;
             collider_contact_full(dx / dist_used, dy / dist_used, dz / dist_used, overlap, (double)v4.x - svx,
-                                  (double)v4.y - svy, (double)v4.z - svz, (double)w.x, (double)w.y, (double)w.z, 0.0,
-                                  0.0, 0.0, r - 0.5 * overlap, 0.0, r, m, C.stiffness, C.beta[material],
-                                  C.mu[material], 0.0, 0.0, spring, nullptr, C.dt, C.tangential_ratio, fx, fy, fz, tx,
-                                  ty, tz);
+                                  (double)v4.y - svy, (double)v4.z - svz, wx, wy, wz, 0.0, 0.0, 0.0, r - 0.5 * overlap,
+                                  0.0, r, m, C.stiffness, C.beta[material], C.mu[material], C.roll[material],
+                                  cohesive, spring, rolling, C.dt, C.tangential_ratio, fx, fy, fz, tx, ty, tz);
             torque_sum.x += tx;
             torque_sum.y += ty;
             torque_sum.z += tz;
@@ -514,10 +532,10 @@ COLLIDER_HD double3 collider_resolve(const DemParams& P, const ColliderParams& C
     if (row >= 0) {
         const int written = kept > old ? kept : old;
         for (int c = 0; c < written; ++c) {
-            for (int axis = 0; axis < 3; ++axis) {
-                springs[3 * c + axis] = c < kept ? hist[c][axis] : 0.0;
-                normals[3 * c + axis] = c < kept ? contact_normal[c][axis] : 0.0;
+            for (int axis = 0; axis < COLLIDER_SPRING_WIDTH; ++axis) {
+                springs[COLLIDER_SPRING_WIDTH * c + axis] = c < kept ? hist[c][axis] : 0.0;
             }
+            for (int axis = 0; axis < 3; ++axis) normals[3 * c + axis] = c < kept ? contact_normal[c][axis] : 0.0;
         }
         C.contact_count[row] = kept;
     }

@@ -150,17 +150,20 @@ struct ColliderParams {
     const double* restitution;      // (M,) restitution (swept test)
     const float4* old_pos;          // (n,) centres before the step, w = radius (swept test)
     unsigned int* corrections;      // swept-test corrections so far (one counter)
-    // Tangential springs of the contacts with this collider (friction_model 'spring'), by model index
-    // (DemParams::slot_to_model) so that reordering the slots never moves them; each grain's row is
-    // read and written by its own thread only. Null without springs.
-    double* springs;                // (n, COLLIDER_MAX_CONTACTS, 3) spring ξ of each contact slot [m]
+    // Tangential and rolling springs of the contacts with this collider (friction_model 'spring', or
+    // rolling resistance), by model index (DemParams::slot_to_model) so that reordering the slots never
+    // moves them; each grain's row is read and written by its own thread only. Null without either.
+    double* springs;                // (n, COLLIDER_MAX_CONTACTS, 6) ξ (0–2) and ξ_r (3–5) of each slot [m]
     double* normals;                // (n, COLLIDER_MAX_CONTACTS, 3) unit normal it was last used with
     int* contact_count;             // (n,) slots in use
+    const double* roll;             // (M,) rolling coefficient μ_r (zero without rotation)
+    const double* cohesion;         // (M,) SJKR cohesion c [Pa]
     double half_thickness;          // thickness / 2 [m]
     double stiffness;               // normal stiffness k [N/m], in double as the CPU reference uses it
     double dt;                      // time step [s] (the springs' integration), in double as the CPU
     double tangential_ratio;        // k_t / k (engine.contact_law.TANGENTIAL_STIFFNESS_RATIO)
     int spring_model;               // 1: tangential springs with history; 0: history-free 'damper'
+    int rolling_model;              // 1: some μ_r > 0 (rolling springs kept in springs[3..5] of a slot)
 };
 
 // OptiX launch parameters of the collider program (kernels/optix_colliders.cu, "params"): one launch

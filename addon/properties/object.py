@@ -126,6 +126,16 @@ class MochiObjectSettings(bpy.types.PropertyGroup):
         name="Friction", description="Coulomb friction coefficient of this surface (averaged with the grain's "
         "own friction; 0 is frictionless)",
         default=0.5, min=0.0, soft_min=0.0, soft_max=2.0)
+    collider_rolling_friction: FloatProperty(
+        name="Rolling", description="Rolling resistance of this surface (dimensionless, averaged with the "
+        "grain's own Rolling; a grain rests on a slope of angle θ while tan θ stays below it). Acts on "
+        "Rotating Grains only",
+        default=0.0, min=0.0, soft_min=0.0, soft_max=1.0)
+    collider_cohesion: FloatProperty(
+        name="Stickiness", description="Cohesion of this surface in pascals (Pa); a grain sticks to it with "
+        "the smaller of the two Stickiness values, as to a wall (it binds above about stiffness/(2π·radius); "
+        "below that it only softens the contact)",
+        default=0.0, min=0.0, soft_min=0.0, soft_max=1.0e6)
     pack_preview: PointerProperty(
         name="Pack Preview", description="Point cloud showing this object's packing (made by Pack)",
         type=bpy.types.Object)

@@ -78,6 +78,8 @@ class MOCHI_PT_object(_PhysicsPanel, bpy.types.Panel):
         col.prop(s, "collider_thickness")
         col.prop(s, "collider_restitution")
         col.prop(s, "collider_friction")
+        col.prop(s, "collider_rolling_friction")
+        col.prop(s, "collider_cohesion")
         if obj.type != "MESH":
             layout.label(text="Colliders must be mesh objects", icon="ERROR")
         elif collider_deforms(obj):

@@ -16,11 +16,13 @@ contacts, each collider's force sum and its springs to the bit; trajectories sti
 bits because the grain–grain kernels work in float32 and the GPU adds the collider sums to a float32
 force.
 
-Static friction (friction_model 'spring', as the CPU reference decides it): every collider keeps, per
-grain and contact slot, the tangential spring and the normal it was last used with, float64
-(n, MAX_CONTACTS, 3) each, and the slots in use, int32 (n,), by model index, so slot reorders never
-move them (kernels/dem_params.h ``ColliderParams``): 196 bytes per grain and collider, as the CPU
-reference keeps them. ``get_history``/``set_history`` convert them to
+Static friction (friction_model 'spring', as the CPU reference decides it) and rolling resistance
+(some collider μ_r > 0 with rotating grains): every collider keeps, per grain and contact slot, the
+tangential and rolling springs, float64 (n, MAX_CONTACTS, 6), the normal they were last used with,
+float64 (n, MAX_CONTACTS, 3), and the slots in use, int32 (n,), by model index, so slot reorders never
+move them (kernels/dem_params.h ``ColliderParams``): 292 bytes per grain and collider, as the CPU
+reference keeps them. SJKR cohesion needs no history: each collider's μ_r and c per material
+(``ColliderSet.surface_tables``, mixed as against a wall) go up with its β and μ. ``get_history``/``set_history`` convert them to
 and from the CPU's history format (``engine.colliders.collider_set.history_from_springs``), with the
 moving colliders' tree orders, so a bake resumes from either backend's cache.
 
@@ -61,16 +63,18 @@ def tree_arrays_int32(tree) -> dict[str, np.ndarray]:
 
 
 def fill_collider_params(record, arrays: dict, *, pointer, half_thickness: float, stiffness: float,
-                         dt: float = 0.0, spring_model: bool = False) -> None:
+                         dt: float = 0.0, spring_model: bool = False, rolling_model: bool = False) -> None:
     """Write one ``ColliderParams`` record (a ``COLLIDER_PARAMS_DTYPE`` element).
 
     Args:
         record: The structured element to fill.
         arrays: Every pointer field's array, by field name (device or host arrays); ``springs``,
-            ``normals`` and ``contact_count`` only with ``spring_model``.
+            ``normals`` and ``contact_count`` only with ``spring_model`` or ``rolling_model``; ``roll``
+            and ``cohesion`` (M,) float64 always.
         pointer: Address of an array (``lambda a: a.data.ptr`` for CuPy, ``a.ctypes.data`` for numpy).
         half_thickness: thickness / 2 [m]; stiffness: normal stiffness k [N/m]; dt: time step [s].
         spring_model: Tangential springs with history (friction_model 'spring').
+        rolling_model: Rolling springs (some μ_r > 0 against this collider set).
     """
     for name in COLLIDER_PARAMS_DTYPE.names:
         if name in arrays:
@@ -80,6 +84,7 @@ def fill_collider_params(record, arrays: dict, *, pointer, half_thickness: float
     record["dt"] = dt
     record["tangential_ratio"] = TANGENTIAL_STIFFNESS_RATIO
     record["spring_model"] = int(spring_model)
+    record["rolling_model"] = int(rolling_model)
 
 
 def uses_collider_springs(physics) -> bool:
@@ -88,9 +93,10 @@ def uses_collider_springs(physics) -> bool:
 
 
 def spring_arrays(cupy, particle_count: int) -> dict:
-    """One collider's springs on the device, zero (``ColliderParams`` springs, normals, contact_count)."""
+    """One collider's springs on the device, zero (``ColliderParams`` springs (n, MAX_CONTACTS, 6),
+    normals (n, MAX_CONTACTS, 3), contact_count (n,))."""
     shape = (particle_count, collider_kernels.MAX_CONTACTS, 3)
-    return {"springs": cupy.zeros(shape, cupy.float64), "normals": cupy.zeros(shape, cupy.float64),
+    return {"springs": cupy.zeros((*shape[:2], 6), cupy.float64), "normals": cupy.zeros(shape, cupy.float64),
             "contact_count": cupy.zeros(particle_count, cupy.int32)}
 
 
@@ -98,7 +104,8 @@ class DeviceColliderMesh:
     """One collider's arrays and launch parameters on the device."""
 
     def __init__(self, cupy, runtime, beta: np.ndarray, mu: np.ndarray, restitution: np.ndarray, old_pos,
-                 corrections, physics, particle_count: int):
+                 corrections, physics, particle_count: int, *, roll: np.ndarray, cohesion: np.ndarray,
+                 rolling: bool):
         self.cp = cupy
         collider = runtime.collider
         vertex_count = collider.vertices.shape[0]
@@ -112,17 +119,21 @@ class DeviceColliderMesh:
             "beta": cupy.asarray(np.ascontiguousarray(beta, np.float64)),
             "mu": cupy.asarray(np.ascontiguousarray(mu, np.float64)),
             "restitution": cupy.asarray(np.ascontiguousarray(restitution, np.float64)),
+            "roll": cupy.asarray(np.ascontiguousarray(roll, np.float64)),
+            "cohesion": cupy.asarray(np.ascontiguousarray(cohesion, np.float64)),
             "old_pos": old_pos,
             "corrections": corrections,
         }
-        self.springs_on = uses_collider_springs(physics)
+        self.tangential_on = uses_collider_springs(physics)
+        self.rolling_on = rolling
+        self.springs_on = self.tangential_on or rolling  # the slots' history rows exist
         if self.springs_on:
             self.arrays.update(spring_arrays(cupy, particle_count))
         #: This collider's ``ColliderParams`` (host copy; ``DeviceColliders`` uploads them all).
         self.host_params = np.zeros(1, COLLIDER_PARAMS_DTYPE)
         fill_collider_params(self.host_params[0], self.arrays, pointer=lambda a: a.data.ptr,
                              half_thickness=0.5 * collider.thickness, stiffness=float(physics.stiffness),
-                             dt=float(physics.dt), spring_model=self.springs_on)
+                             dt=float(physics.dt), spring_model=self.tangential_on, rolling_model=rolling)
         self.moving = collider.moving
         self.uploaded_time: float | None = None
         self.displacement_max = 0.0
@@ -159,11 +170,14 @@ class DeviceColliders:
         self.dt = float(physics.dt)
         self.set = colliders.fresh_copy()
         beta, mu, restitution = self.set.material_tables(physics)
+        roll, cohesion = self.set.surface_tables(physics)
+        rolling = bool(roll.any())  # one switch for every collider: the history rows have one layout
         self.old_pos = cupy.zeros((particles.particle_count, 4), cupy.float32)
         self.corrections = cupy.zeros(1, cupy.uint32)
         runtimes = self.set.advance(0.0)  # builds every tree (any time: only the topology is kept)
         self.meshes = [DeviceColliderMesh(cupy, runtime, beta[index], mu[index], restitution[index], self.old_pos,
-                                          self.corrections, physics, particles.particle_count)
+                                          self.corrections, physics, particles.particle_count, roll=roll[index],
+                                          cohesion=cohesion[index], rolling=rolling)
                        for index, runtime in enumerate(runtimes)]
         # All colliders' parameters in one array (the forces kernel loops over them per grain) and
         # each one's on its own (the swept test runs one collider at a time, as the CPU does).
@@ -193,7 +207,8 @@ class DeviceColliders:
 
     def get_history(self) -> dict[str, np.ndarray]:
         """The grain–collider springs and the moving colliders' tree orders in the CPU backend's history
-        format (``ColliderSet.get_history``); synchronises. No springs without friction_model 'spring'."""
+        format (``ColliderSet.get_history``); synchronises. No springs without friction_model 'spring' or
+        rolling resistance."""
         history = {name: value for name, value in self.set.get_history().items()
                    if name.startswith("collider_tree_")}
         if self.meshes[0].springs_on:
@@ -205,13 +220,14 @@ class DeviceColliders:
     def set_history(self, history: dict) -> None:
         """Restore what ``get_history`` (or the CPU backend) returned, replacing every spring and tree
         (after a ``reset``, as ``set_state`` does). Missing keys mean none; springs are ignored without
-        friction_model 'spring'."""
+        friction_model 'spring' or rolling resistance."""
         self.reset()
         self.set.set_history(history)
         if self.meshes[0].springs_on and "collider_index" in history:
             n = self.particles.particle_count
             shape = (len(self.meshes), n, collider_kernels.MAX_CONTACTS, 3)
-            springs, normals, counts = np.zeros(shape), np.zeros(shape), np.zeros(shape[:2], np.int32)
+            springs, normals = np.zeros((*shape[:3], 6)), np.zeros(shape)
+            counts = np.zeros(shape[:2], np.int32)
             springs_from_history(history, springs, normals, counts)
             for index, mesh in enumerate(self.meshes):
                 mesh.arrays["springs"].set(springs[index])

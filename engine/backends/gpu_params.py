@@ -48,8 +48,9 @@ OPTIX_DEM_PARAMS_DTYPE = np.dtype({
 COLLIDER_PARAMS_DTYPE = np.dtype({
     "names": ["vertices", "vertex_velocity", "displacement", "triangles", "order", "box_lo", "box_hi", "left",
               "start", "count", "beta", "mu", "restitution", "old_pos", "corrections", "springs", "normals",
-              "contact_count", "half_thickness", "stiffness", "dt", "tangential_ratio", "spring_model"],
-    "formats": ["u8"] * 18 + ["f8", "f8", "f8", "f8", "i4"],
+              "contact_count", "roll", "cohesion", "half_thickness", "stiffness", "dt", "tangential_ratio",
+              "spring_model", "rolling_model"],
+    "formats": ["u8"] * 20 + ["f8", "f8", "f8", "f8", "i4", "i4"],
 }, align=True)
 
 

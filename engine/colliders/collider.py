@@ -32,6 +32,10 @@ class Collider:
         thickness: Shell thickness [m] ≥ 0; grains keep their centres r + thickness/2 from the surface.
         restitution: Restitution of the surface, averaged with the grain material's like walls do.
         friction: Coulomb friction coefficient of the surface, averaged likewise.
+        rolling_friction: Rolling-resistance coefficient μ_r of the surface ≥ 0, averaged with the grain
+            material's as the walls' is (acts only on rotating grains).
+        cohesion: SJKR cohesion c of the surface [Pa] ≥ 0; a grain–collider contact uses the smaller of
+            this and the grain material's, as against a wall.
         motion: None (static), ``RigidMotionAnalytic``, ``RigidMotionKeyframes`` or ``DeformMotion``.
     """
 
@@ -42,6 +46,8 @@ class Collider:
     restitution: float = 0.5
     friction: float = 0.5
     motion: Motion = None
+    rolling_friction: float = 0.0
+    cohesion: float = 0.0
 
     def __post_init__(self):
         vertices, triangles = check_collider_mesh(self.vertices, self.triangles, self.name)
@@ -49,7 +55,9 @@ class Collider:
         object.__setattr__(self, "triangles", triangles)
         for key, value, low, high in (("thickness", self.thickness, 0.0, None),
                                       ("restitution", self.restitution, 0.0, 1.0),
-                                      ("friction", self.friction, 0.0, None)):
+                                      ("friction", self.friction, 0.0, None),
+                                      ("rolling_friction", self.rolling_friction, 0.0, None),
+                                      ("cohesion", self.cohesion, 0.0, None)):
             if not (isinstance(value, (int, float)) and np.isfinite(value) and value >= low
                     and (high is None or value <= high)) or (key == "restitution" and value == 0.0):
                 bounds = "in (0, 1]" if key == "restitution" else "≥ 0"

@@ -10,8 +10,8 @@ The CPU backend calls, every step:
 The GPU backends call ``advance(t)`` instead and upload the vertices, velocities and tree it leaves
 in each ``ColliderRuntime`` (``engine.backends.gpu_colliders``).
 
-The tangential springs of grain–collider contacts live here (per collider, grain and slot), with the
-accessors ``get_history``/``set_history``/``reset_history`` the backend uses for exact resume.
+The tangential and rolling springs of grain–collider contacts live here (per collider, grain and slot),
+with the accessors ``get_history``/``set_history``/``reset_history`` the backend uses for exact resume.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..contact_law import damping_ratio
+from ..contact_law import damping_ratio, surface_cohesion, surface_rolling
 from ..errors import MochiError
 from . import kernels as k
 from .collider import Collider
@@ -121,6 +121,7 @@ class ColliderSet:
     _clear_clock: np.ndarray | None = field(default=None, repr=False)
     _pending: dict | None = field(default=None, repr=False)
     _tables: tuple | None = field(default=None, repr=False)
+    _surface: tuple | None = field(default=None, repr=False)
     _last_materials: np.ndarray | None = field(default=None, repr=False)
 
     def __post_init__(self):
@@ -178,6 +179,7 @@ class ColliderSet:
         n = positions.shape[0]
         self._ensure_arrays(n)
         beta, mu, _ = self.material_tables(physics)
+        roll, cohesion = self.surface_tables(physics)
         self._last_materials = material_index
         spring = physics.friction_model == "spring"
         rotation = omega is not None
@@ -187,7 +189,8 @@ class ColliderSet:
             collider = runtime.collider
             k.collider_forces(positions, velocities, radius, mass, material_index, active, force, runtime.vertices,
                               runtime.velocities, collider.triangles, *runtime.tree.arrays(),
-                              0.5 * collider.thickness, beta[index], mu[index], float(physics.stiffness), spring,
+                              0.5 * collider.thickness, beta[index], mu[index], roll[index], cohesion[index],
+                              float(physics.stiffness), spring,
                               float(physics.dt), self._springs[index], self._normals[index], self._counts[index],
                               runtime.clock, self._clearance[index], self._clear_from[index], self._clear_clock[index],
                               omega, torque, rotation)
@@ -268,7 +271,7 @@ class ColliderSet:
     def _ensure_arrays(self, particle_count: int) -> None:
         if self._springs is None or self._springs.shape[1] != particle_count:
             shape = (len(self.colliders), particle_count, k.MAX_CONTACTS, 3)
-            self._springs = np.zeros(shape)
+            self._springs = np.zeros((*shape[:3], 6))  # ξ in columns 0–2, ξ_r in 3–5
             self._normals = np.zeros(shape)
             self._counts = np.zeros(shape[:2], np.int8)
             # Known-free distance per collider and grain (≤ 0: unknown), see kernels.collider_forces.
@@ -291,36 +294,59 @@ class ColliderSet:
             self._tables = (materials, beta, mu, restitution)
         return self._tables[1], self._tables[2], self._tables[3]
 
+    def surface_tables(self, physics) -> tuple[np.ndarray, np.ndarray]:
+        """Rolling coefficient μ_r and SJKR cohesion c [Pa] of every (collider, material) pair, float64
+        (C, M) each, mixed as against a wall (``engine.contact_law.surface_rolling``/``surface_cohesion``);
+        μ_r is zero without rotation (rolling resistance acts through ω only)."""
+        key = (physics.materials, bool(physics.rotation))
+        if self._surface is None or self._surface[0] != key:  # once, not every step
+            roll = np.array([surface_rolling(physics.materials, c.rolling_friction) for c in self.colliders])
+            if not physics.rotation:
+                roll = np.zeros_like(roll)
+            cohesion = np.array([surface_cohesion(physics.materials, c.cohesion) for c in self.colliders])
+            self._surface = (key, roll, cohesion)
+        return self._surface[1], self._surface[2]
+
 
 def history_from_springs(springs: np.ndarray, normals: np.ndarray, counts: np.ndarray) -> dict[str, np.ndarray]:
     """The contact springs in use, in the history format (``SPRING_HISTORY_KEYS``), from the arrays
     of ``kernels.collider_forces``; the GPU backends convert theirs with it too.
 
     Args:
-        springs, normals: Tangential spring [m] and last unit normal per collider, grain and slot,
-            float64 (C, n, MAX_CONTACTS, 3).
+        springs: Tangential spring ξ (columns 0–2) and rolling spring ξ_r (3–5) [m] per collider, grain
+            and slot, float64 (C, n, MAX_CONTACTS, 6); a GPU backend without rolling resistance may pass
+            (C, n, MAX_CONTACTS, 3), ξ only (ξ_r is zero then).
+        normals: Last unit normal per collider, grain and slot, float64 (C, n, MAX_CONTACTS, 3).
         counts: Slots in use per collider and grain, (C, n).
 
     Returns:
         ``collider_index``, ``collider_particle`` int32 (P,), ``collider_count`` int8 (P,),
-        ``collider_spring``, ``collider_normal`` float64 (P, MAX_CONTACTS, 3): one entry per (collider,
-        grain) with a contact, in (collider, grain) order.
+        ``collider_spring`` float64 (P, MAX_CONTACTS, 6) (ξ, ξ_r), ``collider_normal`` float64
+        (P, MAX_CONTACTS, 3): one entry per (collider, grain) with a contact, in (collider, grain) order.
     """
     collider, particle = np.nonzero(counts)
+    rows = np.zeros((collider.shape[0], springs.shape[2], 6))
+    rows[:, :, :springs.shape[3]] = springs[collider, particle]
     return {"collider_index": collider.astype(np.int32), "collider_particle": particle.astype(np.int32),
             "collider_count": np.asarray(counts[collider, particle], np.int8),
-            "collider_spring": np.asarray(springs[collider, particle], np.float64),
+            "collider_spring": rows,
             "collider_normal": np.asarray(normals[collider, particle], np.float64)}
 
 
 def springs_from_history(history: dict, springs: np.ndarray, normals: np.ndarray, counts: np.ndarray) -> None:
-    """Write a history's contact springs (``history_from_springs``) into the arrays, clearing the rest."""
+    """Write a history's contact springs (``history_from_springs``) into the arrays, clearing the rest.
+
+    ``springs`` (C, n, MAX_CONTACTS, 6 or 3) takes the columns both have: a cache written before the
+    colliders had rolling resistance holds ξ only (3 columns), and its ξ_r stays zero; a 3-column
+    ``springs`` (a GPU backend without rolling resistance) takes ξ alone."""
     springs[:] = 0.0
     normals[:] = 0.0
     counts[:] = 0
     index = (np.asarray(history["collider_index"], np.int64), np.asarray(history["collider_particle"], np.int64))
     counts[index] = history["collider_count"]
-    springs[index] = history["collider_spring"]
+    saved = np.asarray(history["collider_spring"], np.float64)
+    width = min(saved.shape[-1], springs.shape[-1])
+    springs[index + (slice(None), slice(0, width))] = saved[..., :width]
     normals[index] = history["collider_normal"]
 
 

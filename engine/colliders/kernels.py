@@ -14,9 +14,15 @@ Each spot is a contact with the law of ``engine.contact_law`` (the wall form, m_
 from q to the centre, relative velocity against the surface velocity at q (interpolated from the
 vertex velocities with q's barycentric weights, exact for rigid motion).
 
-Tangential springs are kept per (grain, collider) in up to ``MAX_CONTACTS`` slots with the normal they
-were last used with; a new contact inherits the spring of the unused slot whose normal is closest
-(within ``MATCH_COS``), so a grain sliding or resting across triangle edges keeps its static friction.
+Each contact has the wall's full law (``cpu_kernels_law.contact_law_full``, as ``wall_forces_full``
+calls it): with rotation the grain's ω in the slip velocity and the tangential force at the arm
+r − δ/2, rolling resistance μ_r with the rolling radius r (a wall's), and SJKR cohesion c·π(2rδ − δ²)
+(the contact disc of a sphere on a plane), with or without rotation.
+
+Tangential and rolling springs (ξ, ξ_r) are kept per (grain, collider) in up to ``MAX_CONTACTS`` slots
+with the normal they were last used with; a new contact inherits the springs of the unused slot whose
+normal is closest (within ``MATCH_COS``), so a grain sliding, resting or rolling across triangle edges
+keeps its static friction and rolling resistance.
 
 Every loop is parallel over blocks of grains, each grain computed alone in a fixed order, so results do
 not depend on the thread count.
@@ -196,21 +202,23 @@ def _face_normal(vertices, tri):
 @njit(**KERNEL_OPTIONS)
 def _clear_slots(i, springs, normals, contact_count):
     for s in range(contact_count[i]):
-        for a in range(3):
+        for a in range(6):
             springs[i, s, a] = 0.0
+        for a in range(3):
             normals[i, s, a] = 0.0
     contact_count[i] = 0
 
 
 @njit(parallel=True, **KERNEL_OPTIONS)
 def collider_forces(pos, vel, radius, mass, material, active, force, vertices, vertex_velocity, triangles,
-                    order, box_lo, box_hi, left, start, count, half_thickness, beta_table, mu_table, stiffness,
-                    spring, dt, springs, normals, contact_count, clock, clearance, clear_from, clear_clock,
-                    omega, torque, rotation):
+                    order, box_lo, box_hi, left, start, count, half_thickness, beta_table, mu_table, roll_table,
+                    cohesion_table, stiffness, spring, dt, springs, normals, contact_count, clock, clearance,
+                    clear_from, clear_clock, omega, torque, rotation):
     """Add the force of one collider on every grain to ``force`` (n, 3) [N] (and, with ``rotation``,
-    its torque to ``torque`` (n, 3) [N·m], the tangential force acting at the arm r − δ/2 and the grain's
-    angular velocity ``omega`` (n, 3) [rad/s] entering the slip velocity; no rolling resistance or
-    cohesion against colliders yet).
+    its torque to ``torque`` (n, 3) [N·m], the tangential force acting at the arm r − δ/2, the rolling
+    resistance's torque, and the grain's angular velocity ``omega`` (n, 3) [rad/s] entering the slip
+    and rolling velocities). Cohesion acts with or without rotation; without rotation, a grain whose
+    material has no cohesion against this collider runs the paper's law, its bits kept.
 
     Grains with a known clearance skip the tree: grain i is certainly out of reach while
     |x_i − clear_from_i| + (clock − clear_clock_i) < clearance_i, where ``clock`` sums the collider's
@@ -225,8 +233,12 @@ def collider_forces(pos, vel, radius, mass, material, active, force, vertices, v
         triangles: Vertex indices (T, 3); the tree arrays describe them at ``vertices``.
         half_thickness: thickness / 2 [m].
         beta_table, mu_table: Damping ratio β and friction μ of each material against this collider (M,).
+        roll_table, cohesion_table: Rolling coefficient μ_r (zero without rotation) and SJKR cohesion c
+            [Pa] of each material against this collider, float64 (M,).
         stiffness: Normal stiffness k [N/m]; spring: tangential-spring model; dt: step [s].
-        springs, normals: Per grain and slot: tangential spring [m] and last normal, (n, MAX_CONTACTS, 3).
+        springs: Per grain and slot: tangential spring ξ (columns 0–2) and rolling spring ξ_r (3–5) [m],
+            (n, MAX_CONTACTS, 6).
+        normals: Per grain and slot: the unit normal the springs were last used with, (n, MAX_CONTACTS, 3).
         contact_count: Slots in use per grain, int8 (n,).
         clock: Summed largest vertex displacement of the collider so far [m].
         clearance: Distance beyond reach known free of triangles, per grain [m], or ≤ 0 when unknown.
@@ -241,7 +253,7 @@ def collider_forces(pos, vel, radius, mass, material, active, force, vertices, v
         cand_tri = np.empty(MAX_CANDIDATES, np.int64)
         cand_geo = np.empty((MAX_CANDIDATES, 7))
         accepted = np.empty(MAX_CONTACTS, np.int64)
-        hist = np.zeros((MAX_CONTACTS, 3))
+        hist = np.zeros((MAX_CONTACTS, 6))
         used = np.zeros(MAX_CONTACTS, np.bool_)
         contact_normal = np.zeros((MAX_CONTACTS, 3))
         for i in range(block * BLOCK, min(n, (block + 1) * BLOCK)):
@@ -313,7 +325,7 @@ def collider_forces(pos, vel, radius, mass, material, active, force, vertices, v
                         if cos > best_cos:
                             best_cos = cos
                             best = s
-                for ax in range(3):
+                for ax in range(6):
                     hist[c, ax] = springs[i, best, ax] if best >= 0 else 0.0
                 if best >= 0:
                     used[best] = True
@@ -327,14 +339,19 @@ def collider_forces(pos, vel, radius, mass, material, active, force, vertices, v
                 svx = w0 * vertex_velocity[tri[0], 0] + w1 * vertex_velocity[tri[1], 0] + w2 * vertex_velocity[tri[2], 0]
                 svy = w0 * vertex_velocity[tri[0], 1] + w1 * vertex_velocity[tri[1], 1] + w2 * vertex_velocity[tri[2], 1]
                 svz = w0 * vertex_velocity[tri[0], 2] + w1 * vertex_velocity[tri[1], 2] + w2 * vertex_velocity[tri[2], 2]
-                if rotation:
+                if rotation or cohesion_table[mat] > 0.0:
                     overlap = reach - dist
+                    r = np.float64(radius[i])
+                    cohesive = 0.0
+                    if cohesion_table[mat] > 0.0:  # the wall's disc: the shell's face cuts the sphere δ deep
+                        cohesive = cohesion_table[mat] * math.pi * (2.0 * r * overlap - overlap * overlap)
+                    wx = wy = wz = 0.0
+                    if rotation:
+                        wx, wy, wz = np.float64(omega[i, 0]), np.float64(omega[i, 1]), np.float64(omega[i, 2])
                     f = contact_law_full(nx, ny, nz, overlap, np.float64(vel[i, 0]) - svx,
-                                         np.float64(vel[i, 1]) - svy, np.float64(vel[i, 2]) - svz,
-                                         np.float64(omega[i, 0]), np.float64(omega[i, 1]), np.float64(omega[i, 2]),
-                                         0.0, 0.0, 0.0, np.float64(radius[i]) - 0.5 * overlap, 0.0,
-                                         np.float64(radius[i]), m, stiffness, beta_table[mat], mu_table[mat], 0.0,
-                                         0.0, spring, hist, c, dt)
+                                         np.float64(vel[i, 1]) - svy, np.float64(vel[i, 2]) - svz, wx, wy, wz,
+                                         0.0, 0.0, 0.0, r - 0.5 * overlap, 0.0, r, m, stiffness, beta_table[mat],
+                                         mu_table[mat], roll_table[mat], cohesive, spring, hist, c, dt)
                     fx, fy, fz = f[0], f[1], f[2]
                     tx_sum += f[3]
                     ty_sum += f[4]
@@ -347,8 +364,9 @@ def collider_forces(pos, vel, radius, mass, material, active, force, vertices, v
                 fy_sum += fy
                 fz_sum += fz
             for c in range(max(kept, old)):
-                for ax in range(3):
+                for ax in range(6):
                     springs[i, c, ax] = hist[c, ax] if c < kept else 0.0
+                for ax in range(3):
                     normals[i, c, ax] = contact_normal[c, ax] if c < kept else 0.0
             contact_count[i] = kept
             force[i, 0] += fx_sum

@@ -1,6 +1,7 @@
 """Colliders in a bake cache: DIR/colliders/colliders.json + DIR/colliders/colliders.npz.
 
-The JSON lists each collider's name, surface (thickness, restitution, friction) and motion parameters;
+The JSON lists each collider's name, surface (thickness, restitution, friction, rolling_friction,
+cohesion; a file written before the last two existed loads with them 0) and motion parameters;
 the npz holds its arrays: ``vertices_<i>``, ``triangles_<i>`` and, for keyframed motions,
 ``<array>_<i>`` (``times``, ``translations``, ``rotations`` or ``vertices`` per key as
 ``key_vertices_<i>``). Both are written atomically, so a resumed bake needs nothing but the cache.
@@ -47,7 +48,8 @@ def save_colliders(colliders: tuple[Collider, ...], folder: str | os.PathLike) -
     for index, c in enumerate(colliders):
         motion = {"kind": "static"} if c.motion is None else c.motion.to_json()
         entries.append({"name": c.name, "thickness": c.thickness, "restitution": c.restitution,
-                        "friction": c.friction, "motion": motion})
+                        "friction": c.friction, "rolling_friction": c.rolling_friction, "cohesion": c.cohesion,
+                        "motion": motion})
         arrays[f"vertices_{index}"] = c.vertices
         arrays[f"triangles_{index}"] = c.triangles
         if c.motion is not None:
@@ -85,5 +87,7 @@ def read_colliders(folder: str | os.PathLike) -> tuple[Collider, ...]:
         colliders.append(Collider(name=entry["name"], vertices=arrays[f"vertices_{index}"],
                                   triangles=arrays[f"triangles_{index}"], thickness=float(entry["thickness"]),
                                   restitution=float(entry["restitution"]), friction=float(entry["friction"]),
+                                  rolling_friction=float(entry.get("rolling_friction", 0.0)),
+                                  cohesion=float(entry.get("cohesion", 0.0)),
                                   motion=motion_from_json(entry["motion"], motion_arrays)))
     return tuple(colliders)

@@ -67,6 +67,21 @@ def test_grains_rest_on_a_plane_collider(grains_over_a_plane):
     assert last["z"].min() > PLANE_Z and abs(float(last["vz"].mean())) < 0.3
 
 
+def test_collider_rolling_and_stickiness_reach_the_engine(grains_over_a_plane):
+    """The collider panel's Rolling and Stickiness (defaults 0) become the engine collider's μ_r and c."""
+    scene, plane = grains_over_a_plane
+    (collider,) = capture(scene)
+    assert (collider.rolling_friction, collider.cohesion) == (0.0, 0.0)
+    plane.mochi.collider_rolling_friction, plane.mochi.collider_cohesion = 0.3, 4.0e4
+    (collider,) = capture(scene)
+    engine_collider = mochi_module("addon.settings").collider_settings_to_engine(collider)
+    assert engine_collider.rolling_friction == pytest.approx(0.3)
+    assert engine_collider.cohesion == pytest.approx(4.0e4)
+    properties = type(plane.mochi).bl_rna.properties
+    assert "Pa" in properties["collider_cohesion"].description
+    assert "Rolling" in properties["collider_rolling_friction"].description
+
+
 def _keyframe_rise(struct, data_path: str, start, end):
     """Keyframe ``data_path`` of an object or modifier from ``start`` at the first frame to ``end`` at the last."""
     for frame, value in ((1, start), (FRAMES, end)):

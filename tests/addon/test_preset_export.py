@@ -53,7 +53,8 @@ def test_saved_preset_resolves_the_same_physics_and_packs_the_same_spheres(small
         elif obj.mochi.role == "DOMAIN":
             obj.mochi.wall_rolling_friction, obj.mochi.wall_cohesion = 0.1, 2.0e4
     small_scene.mochi.integrator = "EULER"
-    _add_rising_collider()
+    lift = _add_rising_collider()
+    lift.mochi.collider_rolling_friction, lift.mochi.collider_cohesion = 0.15, 3.0e4
     snapshot, settings_module = mochi_module("addon.snapshot"), mochi_module("addon.settings")
     presets = mochi_module("addon.operators.presets")
     settings = snapshot.scene_blender_to_settings(bpy.context)
@@ -74,6 +75,9 @@ def test_saved_preset_resolves_the_same_physics_and_packs_the_same_spheres(small
     ours, theirs = blender_setup.model.colliders.colliders[0], preset_setup.model.colliders.colliders[0]
     for t in (0.0, 1.0 / 24, 3.0 / 24):
         np.testing.assert_allclose(theirs.vertices_at(t)[0], ours.vertices_at(t)[0], atol=1e-9)
+    # and its Rolling and Stickiness
+    assert (theirs.rolling_friction, theirs.cohesion) == (ours.rolling_friction, ours.cohesion)
+    assert ours.rolling_friction == pytest.approx(0.15) and ours.cohesion == pytest.approx(3.0e4)
 
 
 def test_preset_menu_saves_and_removes_a_user_preset(small_scene, tmp_path, monkeypatch):

@@ -92,8 +92,10 @@ def dem_params(pos, vel, force, info):
     return params
 
 
-def collider_params(runtime, displacement, beta, mu, restitution, old_pos, half_thickness, stiffness):
-    """A ColliderParams record over host arrays (kept alive in the returned dict)."""
+def collider_params(runtime, displacement, beta, mu, restitution, old_pos, half_thickness, stiffness, *, roll=None,
+                    cohesion=None):
+    """A ColliderParams record over host arrays (kept alive in the returned dict); μ_r and c (M,) zero
+    unless given."""
     arrays = {"vertices": np.ascontiguousarray(runtime.vertices, np.float64),
               "vertex_velocity": np.ascontiguousarray(runtime.velocities, np.float64),
               "displacement": np.ascontiguousarray(displacement, np.float64),
@@ -101,7 +103,9 @@ def collider_params(runtime, displacement, beta, mu, restitution, old_pos, half_
               **tree_arrays_int32(runtime.tree),
               "beta": np.ascontiguousarray(beta, np.float64), "mu": np.ascontiguousarray(mu, np.float64),
               "restitution": np.ascontiguousarray(restitution, np.float64), "old_pos": old_pos,
-              "corrections": np.zeros(1, np.uint32)}
+              "corrections": np.zeros(1, np.uint32),
+              "roll": np.ascontiguousarray(np.zeros_like(beta) if roll is None else roll, np.float64),
+              "cohesion": np.ascontiguousarray(np.zeros_like(beta) if cohesion is None else cohesion, np.float64)}
     params = np.zeros(1, COLLIDER_PARAMS_DTYPE)
     fill_collider_params(params[0], arrays, pointer=lambda a: a.ctypes.data, half_thickness=half_thickness,
                          stiffness=stiffness)
@@ -172,7 +176,8 @@ def test_forces_equal_cpu_reference(host_library, scene):
     counts = np.zeros(n, np.int8)
     k.collider_forces(grains.positions, grains.velocities, grains.radius, grains.mass, grains.material, grains.active,
                       reference, runtime.vertices, runtime.velocities, triangles, *runtime.tree.arrays(),
-                      0.5 * thickness, beta, mu, stiffness, False, 1e-4, np.zeros(shape), np.zeros(shape), counts,
+                      0.5 * thickness, beta, mu, np.zeros(2), np.zeros(2), stiffness, False, 1e-4,
+                      np.zeros((n, k.MAX_CONTACTS, 6)), np.zeros(shape), counts,
                       0.0, np.full(n, -1.0), np.zeros((n, 3)), np.zeros(n), np.zeros((0, 3), np.float32),
                       np.zeros((0, 3)), False)
 
@@ -400,11 +405,16 @@ def launcher_scene(name):
     return colliders, grains, physics
 
 
+@pytest.mark.parametrize("cohesive", [False, True], ids=["", "cohesive"])
 @pytest.mark.parametrize("scene", ["stairs + paddle", "bulging sheet", "scrambling sheet"])
-def test_launcher_steps_like_the_cpu_hooks(host_library, monkeypatch, scene):
+def test_launcher_steps_like_the_cpu_hooks(host_library, monkeypatch, scene, cohesive):
     """DeviceColliders, its uploads and its step hooks, with CuPy's arrays and launches replaced by host
     memory and the host build: over 120 steps of moving colliders (tree refits and rebuilds, a reset
-    halfway as after set_state) it gives the CPU hooks' forces, corrections and states to the bit."""
+    halfway as after set_state) it gives the CPU hooks' forces, corrections and states to the bit; also
+    with SJKR cohesion against the colliders (per collider and material, without rotation: the full law
+    with ω = 0)."""
+    import dataclasses
+
     from engine.backends import gpu_colliders
 
     launched = []
@@ -415,6 +425,12 @@ def test_launcher_steps_like_the_cpu_hooks(host_library, monkeypatch, scene):
 
     monkeypatch.setattr(gpu_colliders, "raw_module", host_raw_module)
     colliders, grains, physics = launcher_scene(scene)
+    if cohesive:  # c per collider; material 1 keeps none, so both laws run side by side
+        colliders = ColliderSet(tuple(dataclasses.replace(c, cohesion=5.0e3 * (index + 1))
+                                      for index, c in enumerate(colliders.colliders)))
+        physics = dataclasses.replace(physics, materials=(dataclasses.replace(physics.materials[0], cohesion=1.0e4),
+                                                          physics.materials[1]))
+        assert colliders.surface_tables(physics)[1].any()
     model = SimpleNamespace(physics=physics, colliders=colliders)
     particles = HostParticles(model, grains)
     device = gpu_colliders.DeviceColliders.for_model(particles)

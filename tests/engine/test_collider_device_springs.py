@@ -263,3 +263,28 @@ def test_backend_history_carries_the_collider_springs(host_library, monkeypatch)
     gpu.colliders.add_forces(step)
     assert np.array_equal(particles.take()[0], force.astype(np.float32))
     assert_same_history(gpu.colliders.get_history(), resumed.get_history(), step)
+
+
+@pytest.mark.parametrize("rotation, friction_model, rolling_on", [(True, "damper", True), (False, "damper", False),
+                                                                  (True, "spring", True)])
+def test_rolling_colliders_keep_rolling_springs_on_the_device(host_library, monkeypatch, rotation, friction_model,
+                                                              rolling_on):
+    """A collider with μ_r > 0 and rotating grains keeps history rows (6 doubles a slot: ξ, ξ_r) even with
+    the 'damper' friction model, and its μ_r and c go up per material mixed as against a wall; without
+    rotation μ_r is off (it acts through ω only) and a damper keeps no rows."""
+    monkeypatch.setattr(gpu_colliders, "raw_module", lambda name, **options: HostModule(host_library))
+    colliders, grains, physics = spring_scene("static bowl")
+    colliders = ColliderSet((dataclasses.replace(colliders.colliders[0], rolling_friction=0.3, cohesion=2.0e4),))
+    physics = dataclasses.replace(physics, friction_model=friction_model, rotation=rotation,
+                                  materials=(dataclasses.replace(physics.materials[0], rolling_friction=0.1,
+                                                                 cohesion=5.0e4), physics.materials[1]))
+    model = SimpleNamespace(physics=physics, colliders=colliders, particle_count=len(grains.positions))
+    (mesh,) = gpu_colliders.DeviceColliders.for_model(PermutedParticles(model, grains)).meshes
+    record = mesh.host_params[0]
+    assert record["rolling_model"] == int(rolling_on)
+    assert record["spring_model"] == int(friction_model == "spring")
+    assert mesh.springs_on == (rolling_on or friction_model == "spring")
+    if mesh.springs_on:
+        assert mesh.arrays["springs"].shape == (len(grains.positions), 4, 6)
+    np.testing.assert_allclose(mesh.arrays["roll"], [0.2, 0.15] if rotation else [0.0, 0.0], rtol=1e-15)
+    assert np.array_equal(mesh.arrays["cohesion"], [2.0e4, 0.0])

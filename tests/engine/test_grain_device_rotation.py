@@ -223,10 +223,13 @@ def test_wall_law_equals_the_float64_reference(grain_library, rng):
     assert touching > n // 2
 
 
+@pytest.mark.parametrize("law", ["friction", "rolling and cohesion"])
 @pytest.mark.parametrize("friction_model", ["spring", "damper"])
-def test_collider_torques_equal_the_cpu_reference(collider_library, friction_model):
+def test_collider_torques_equal_the_cpu_reference(collider_library, friction_model, law):
     """With rotation, the collider contacts of kernels/collider_math.cuh (ω in the slip velocity, the
-    torque at the arm r − δ/2) equal engine.colliders.kernels.collider_forces bit for bit."""
+    torque at the arm r − δ/2; with rolling resistance and SJKR cohesion against the collider, the
+    rolling springs and the cohesive pull) equal engine.colliders.kernels.collider_forces bit for bit,
+    springs included."""
     lib = collider_library
     lib.collider_force_torque_sums_host.argtypes = [ctypes.c_void_p] * 4
     lib.collider_force_torque_sums_host.restype = None
@@ -240,10 +243,14 @@ def test_collider_torques_equal_the_cpu_reference(collider_library, friction_mod
     omega = rng.normal(0, 30.0, (n, 3)).astype(np.float32)
     beta = np.array([0.4, 0.2])
     mu = np.array([0.6, 0.3])
+    rolling = law != "friction"
+    # Material 1 has no cohesion against the collider: both laws' branches run side by side.
+    roll = np.array([0.15, 0.05]) if rolling else np.zeros(2)
+    cohesion = np.array([3.0e5, 0.0]) if rolling else np.zeros(2)
     stiffness, dt = 2.0e4, 1e-4
     spring = friction_model == "spring"
     shape = (n, ck.MAX_CONTACTS, 3)
-    springs = np.zeros(shape)
+    springs = np.zeros((n, ck.MAX_CONTACTS, 6))
     normals = np.zeros(shape)
     counts = np.zeros(n, np.int8)
     reference = np.zeros((n, 3))
@@ -254,9 +261,9 @@ def test_collider_torques_equal_the_cpu_reference(collider_library, friction_mod
         reference_torque[:] = 0.0
         ck.collider_forces(grains.positions, grains.velocities, grains.radius, grains.mass, grains.material,
                            grains.active, reference, runtime.vertices, runtime.velocities, triangles,
-                           *runtime.tree.arrays(), 0.5 * collider.thickness, beta, mu, stiffness, spring, dt, springs,
-                           normals, counts, 0.0, np.full(n, -1.0), np.zeros((n, 3)), np.zeros(n), omega,
-                           reference_torque, True)
+                           *runtime.tree.arrays(), 0.5 * collider.thickness, beta, mu, roll, cohesion,
+                           stiffness, spring, dt, springs, normals, counts, 0.0, np.full(n, -1.0), np.zeros((n, 3)),
+                           np.zeros(n), omega, reference_torque, True)
 
     pos, vel, force, info = grains.device_arrays()
     params = dem_params(pos, vel, force, info)
@@ -269,12 +276,14 @@ def test_collider_torques_equal_the_cpu_reference(collider_library, friction_mod
     slot_to_model = np.arange(n, dtype=np.int32)
     params[0]["slot_to_model"] = slot_to_model.ctypes.data
     cparams, keep = collider_params(runtime, np.zeros_like(runtime.vertices), beta, mu, np.array([0.3, 0.8]), pos,
-                                    0.5 * collider.thickness, stiffness)
-    device_springs = {"springs": np.zeros(shape), "normals": np.zeros(shape), "contact_count": np.zeros(n, np.int32)}
-    if spring:
+                                    0.5 * collider.thickness, stiffness, roll=roll, cohesion=cohesion)
+    device_springs = {"springs": np.zeros((n, ck.MAX_CONTACTS, 6)), "normals": np.zeros(shape),
+                      "contact_count": np.zeros(n, np.int32)}
+    if spring or rolling:
         for name, array in device_springs.items():
             cparams[0][name] = array.ctypes.data
-        cparams[0]["spring_model"] = 1
+        cparams[0]["spring_model"] = int(spring)
+        cparams[0]["rolling_model"] = int(rolling)
         cparams[0]["dt"] = dt
     sums = np.zeros((n, 3))
     torques = np.zeros((n, 3))
@@ -285,7 +294,9 @@ def test_collider_torques_equal_the_cpu_reference(collider_library, friction_mod
     assert np.array_equal(sums, reference)
     assert np.array_equal(torques, reference_torque)
     assert np.abs(torques).max() > 0.0
-    if spring:
+    if rolling:
+        assert np.abs(springs[:, :, 3:]).max() > 0.0  # the rolling springs are loaded
+    if spring or rolling:
         assert np.array_equal(device_springs["springs"], springs)
     else:  # the kernel's entry point adds both, rounded once, to the float32 force and torque
         lib.collider_forces_host(params.ctypes.data, cparams.ctypes.data, 1)

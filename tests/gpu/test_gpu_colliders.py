@@ -108,3 +108,26 @@ def test_collider_springs_survive_a_history_round_trip(gpu_name, rng):
         # restored springs keep the resting grains where they were: a grain diameter at most, most far closer.
         moved = np.abs(other.get_state().positions - went_on.positions).max(axis=1)
         assert moved.max() < 1e-2 and np.median(moved) < 1e-4, (name, moved.max(), np.median(moved))
+
+
+def test_mesh_slope_and_ceiling_as_on_the_cpu(gpu_name):
+    """Rolling resistance and cohesion against a mesh on the GPU: a grain holds on a 10° mesh slope with
+    μ_r > tan θ, rolls at 5/7 g (sin θ − μ_r cos θ) below it, hangs under a mesh ceiling against 0.3 of
+    the cohesive strength and falls at 1.5 of it (tests/engine/test_collider_rolling_cohesion.py)."""
+    import math
+
+    from ..engine.test_collider_rolling_cohesion import G, R, THETA, _hanging_grain, _slope
+
+    def make(model):
+        return make_gpu_backend(gpu_name, model)
+
+    mu_r = 0.5 * math.tan(THETA)
+    t, x = _slope("mesh", mu_r, make=make)
+    late = t > 0.02
+    acceleration = 2.0 * np.polyfit(t[late], x[late], 2)[0]
+    assert acceleration == pytest.approx(5.0 / 7.0 * G * (math.sin(THETA) - mu_r * math.cos(THETA)), rel=0.02)
+    t, x = _slope("mesh", 1.5 * math.tan(THETA), make=make)
+    held = x[t > 0.1]
+    assert np.abs(held - held[0]).max() < 1e-3 * R
+    assert _hanging_grain("mesh", 0.3, make=make) < R
+    assert _hanging_grain("mesh", 1.5, make=make) > R + 0.05
