@@ -25,6 +25,8 @@ FOLDER = "colliders"
 JSON_NAME = "colliders.json"
 ARRAYS_NAME = "colliders.npz"
 FORMAT_VERSION = 1
+#: Surface keys a collider file of an older engine lacks; read as 0 (no rolling resistance, no cohesion).
+LATER_SURFACE_KEYS = ("rolling_friction", "cohesion")
 
 
 def _array_key(name: str, index: int) -> str:
@@ -87,7 +89,6 @@ def read_colliders(folder: str | os.PathLike) -> tuple[Collider, ...]:
         colliders.append(Collider(name=entry["name"], vertices=arrays[f"vertices_{index}"],
                                   triangles=arrays[f"triangles_{index}"], thickness=float(entry["thickness"]),
                                   restitution=float(entry["restitution"]), friction=float(entry["friction"]),
-                                  rolling_friction=float(entry.get("rolling_friction", 0.0)),
-                                  cohesion=float(entry.get("cohesion", 0.0)),
+                                  **{key: float(entry.get(key, 0.0)) for key in LATER_SURFACE_KEYS},
                                   motion=motion_from_json(entry["motion"], motion_arrays)))
     return tuple(colliders)
