@@ -16,6 +16,15 @@ from ..contact_law import TANGENTIAL_STIFFNESS_RATIO  # a numba global constant
 from .cpu_kernel_options import KERNEL_OPTIONS
 
 
+@njit(inline="always", **KERNEL_OPTIONS)
+def plane_cohesion(cohesion, radius, overlap):
+    """SJKR pull [N] of a plane (a wall, a collider's shell face) cutting a sphere of ``radius`` [m]
+    ``overlap`` δ [m] deep: c π (2 r δ − δ²), c [Pa] times the disc's area
+    (``engine.contact_law.contact_area(wall=True)``). Evaluated as (c π)(…), the order the device code
+    (kernels/collider_math.cuh) and the bakes so far use: its bits are compared."""
+    return cohesion * math.pi * (2.0 * radius * overlap - overlap * overlap)
+
+
 def make_contact_law(*, rotation: bool, rolling: bool, cohesion: bool, inline: str = "never"):
     """The contact law of engine.contact_law (``contact_response``, its float64 reference) on one contact
     of unit normal n, compiled for the physics switched on: each flag is a constant of the compiled

@@ -12,7 +12,7 @@ from numba import njit, prange
 
 from .cpu_fields import field_acceleration
 from .cpu_kernel_options import KERNEL_OPTIONS
-from .cpu_kernels_law import contact_along, contact_law_full
+from .cpu_kernels_law import contact_along, contact_law_full, plane_cohesion
 
 
 @njit(**KERNEL_OPTIONS)
@@ -294,7 +294,7 @@ def _wall_sum_full(i, fx, fy, fz, tx, ty, tz, pos, vel, omega, radius, mass, mat
         nz = sign if axis == 2 else 0.0
         cohesive = 0.0
         if wall_cohesion[mat] > 0.0:
-            cohesive = wall_cohesion[mat] * math.pi * (2.0 * r * overlap - overlap * overlap)
+            cohesive = plane_cohesion(wall_cohesion[mat], r, overlap)
         f = contact_law_full(nx, ny, nz, overlap, np.float64(vel[i, 0]), np.float64(vel[i, 1]),
                              np.float64(vel[i, 2]), wix, wiy, wiz, 0.0, 0.0, 0.0, r - 0.5 * overlap, 0.0, r, m,
                              stiffness, wall_beta[mat], wall_mu[mat], wall_roll[mat], cohesive, spring,

@@ -35,7 +35,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from ..backends.cpu_kernels_law import _contact, contact_law_full
+from ..backends.cpu_kernels_law import _contact, contact_law_full, plane_cohesion
 from ..packing.bvh import KERNEL_OPTIONS
 
 #: Barycentric slack of the swept segment–triangle test (relative to the triangle's size).
@@ -344,7 +344,7 @@ def collider_forces(pos, vel, radius, mass, material, active, force, vertices, v
                     r = np.float64(radius[i])
                     cohesive = 0.0
                     if cohesion_table[mat] > 0.0:  # the wall's disc: the shell's face cuts the sphere δ deep
-                        cohesive = cohesion_table[mat] * math.pi * (2.0 * r * overlap - overlap * overlap)
+                        cohesive = plane_cohesion(cohesion_table[mat], r, overlap)
                     wx = wy = wz = 0.0
                     if rotation:
                         wx, wy, wz = np.float64(omega[i, 0]), np.float64(omega[i, 1]), np.float64(omega[i, 2])
