@@ -35,6 +35,9 @@ class Material:
             is capped at μ_r · f_n · R_eff; pair value: mean of the two). Artist word: "Rolling".
         cohesion: SJKR cohesion energy density c ≥ 0 [Pa = J/m³]: an attractive normal force c·A over
             the contact area A (pair value: min of the two). Artist word: "Stickiness".
+        youngs_modulus: Young's modulus E > 0 [Pa] of the Hertz–Mindlin law (``Physics.contact_normal``
+            'hertz'; unused by the linear law). DEM softens real solids (quartz: 7e10 Pa) to ~1e6–1e8 Pa.
+        poisson_ratio: Poisson's ratio ν in [0, 0.5) of the Hertz–Mindlin law.
     """
 
     name: str = "default"
@@ -43,6 +46,8 @@ class Material:
     friction: float = 0.5
     rolling_friction: float = 0.0
     cohesion: float = 0.0
+    youngs_modulus: float = 5.0e6
+    poisson_ratio: float = 0.3
 
 
 @dataclass(frozen=True)
@@ -59,6 +64,8 @@ class Domain:
         wall_rolling_friction: Rolling-resistance coefficient of the walls (averaged with the
             material's as for friction).
         wall_cohesion: SJKR cohesion of the walls [Pa] (a grain–wall pair uses the min of the two).
+        wall_youngs_modulus: Young's modulus of the walls and mesh colliders [Pa] (Hertz–Mindlin only).
+        wall_poisson_ratio: Poisson's ratio of the walls and mesh colliders (Hertz–Mindlin only).
     """
 
     lo: tuple[float, float, float] = (0.0, 0.0, 0.0)
@@ -68,6 +75,8 @@ class Domain:
     wall_friction: float = 0.5
     wall_rolling_friction: float = 0.0
     wall_cohesion: float = 0.0
+    wall_youngs_modulus: float = 5.0e6
+    wall_poisson_ratio: float = 0.3
 
     def wall_mask(self) -> np.ndarray:
         """1 where a side has a wall, 0 where it is open; shape (6,), order ``SIDES``."""
@@ -112,7 +121,14 @@ class Physics:
         domain: The box and its walls.
         gravity: Gravity, possibly rotating.
         fields: Extra acceleration fields (uniform, rotating, vortex, sampled).
-        stiffness: Normal spring stiffness k of the linear contact law [N/m].
+        stiffness: Normal spring stiffness k of the linear contact law [N/m]. With the Hertz law, the
+            linear stiffness of its lightest impact (``engine.timestep.hertz_equivalent_stiffness``), which
+            sets dt and the glue bonds' stiffness; contacts use the materials' moduli.
+        contact_normal: 'hooke' (the linear spring-dashpot, k = ``stiffness``) or 'hertz' (Hertz–Mindlin
+            from each material's Young's modulus and Poisson's ratio; engine.contact_law).
+        friction_cap: How friction (and rolling resistance) is capped (engine.contact_law.FRICTION_CAPS):
+            'clipped' (Mochi's), or a peer's convention ('absolute': LAMMPS, 'spring': LIGGGHTS) for
+            comparisons with it.
         dt: Time step [s].
         steps_per_frame: Steps between two cached frames.
         fps: Frames per second of the cache (playback rate) [1/s].
@@ -146,6 +162,8 @@ class Physics:
     rotation: bool = True
     integrator: str = "verlet"
     bodies: tuple[Body, ...] = ()
+    contact_normal: str = "hooke"
+    friction_cap: str = "clipped"
 
     def to_json(self) -> dict:
         """A JSON-safe dict that ``from_json`` turns back into the same ``Physics``."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .contact_law import CONTACT_NORMAL_LAWS, FRICTION_CAPS
 from .errors import MochiError
 from .fields import FIELD_KINDS, SEED_LIMIT, SHAPES, VORTEX_PROFILES, Z_DIRECTIONS
 from .model import SIDES
@@ -87,6 +88,10 @@ class Preset:
     wall_friction: float = 0.5
     wall_rolling_friction: float = 0.0
     wall_cohesion: float = 0.0
+    wall_youngs_modulus: float = 5.0e6
+    wall_poisson_ratio: float = 0.3
+    contact_normal: str = "hooke"
+    friction_cap: str = "clipped"
     gravity: tuple[float, float, float] = (0.0, -9.81, 0.0)
     gravity_axis: tuple[float, float, float] | None = None
     gravity_rate: float = 0.0
@@ -194,7 +199,8 @@ def _short(value) -> str:
 
 
 TOP_KEYS = {"scene", "time", "contact", "domain", "gravity", "materials", "fields", "emitters", "colliders"}
-MATERIAL_KEYS = {"name", "density", "restitution", "friction", "rolling_friction", "cohesion"}
+MATERIAL_KEYS = {"name", "density", "restitution", "friction", "rolling_friction", "cohesion", "youngs_modulus",
+                 "poisson_ratio"}
 FIELD_KEYS = {"type", "vector", "axis", "rate", "center", "strength", "core_radius", "path", "lo", "hi",
               "falloff_power", "min_distance", "max_distance", "shape", "z_direction", "flow", "profile", "size",
               "seed"}
@@ -209,9 +215,15 @@ def parse_preset(data: dict, source: str) -> Preset:
     c.table(data, "the file", TOP_KEYS)
     scene = c.table(data.get("scene", {}), "[scene]", {"name", "description", "fps", "frames", "seed", "up"})
     time = c.table(data.get("time", {}), "[time]", {"dt", "substeps", "stiffness", "rebuild_interval"})
-    contact = c.table(data.get("contact", {}), "[contact]", {"friction_model", "rotation", "integrator"})
+    contact = c.table(data.get("contact", {}), "[contact]", {"friction_model", "rotation", "integrator", "normal",
+                                                             "friction_cap"})
     domain = c.table(data.get("domain", {}), "[domain]", {"lo", "hi", "open", "wall_restitution", "wall_friction",
-                                                         "wall_rolling_friction", "wall_cohesion"})
+                                                         "wall_rolling_friction", "wall_cohesion",
+                                                         "wall_youngs_modulus", "wall_poisson_ratio"})
+    normal = c.string(contact, "[contact]", "normal", "hooke", choices=CONTACT_NORMAL_LAWS)
+    if normal == "hertz" and time.get("stiffness", "auto") != "auto":
+        c.fail("[time] stiffness", "has no meaning with [contact] normal = \"hertz\" (the stiffness comes from "
+               "the materials' youngs_modulus); leave it out")
     gravity = c.table(data.get("gravity", {}), "[gravity]", {"vector", "rotation_axis", "rotation_rate"})
 
     lo = c.vector(domain, "[domain]", "lo", (0.0, 0.0, 0.0))
@@ -239,6 +251,9 @@ def parse_preset(data: dict, source: str) -> Preset:
             "friction": c.number(m, where, "friction", 0.5, low=0),
             "rolling_friction": c.number(m, where, "rolling_friction", 0.0, low=0),
             "cohesion": c.number(m, where, "cohesion", 0.0, low=0),
+            # Diamond, the stiffest solid, is ~1.2e12 Pa.
+            "youngs_modulus": c.number(m, where, "youngs_modulus", 5.0e6, low=0, low_open=True, high=1.0e13),
+            "poisson_ratio": c.number(m, where, "poisson_ratio", 0.3, low=0, high=0.4999),
         })
     names = [m["name"] for m in materials]
     if len(set(names)) != len(names):
@@ -314,6 +329,11 @@ def parse_preset(data: dict, source: str) -> Preset:
         wall_friction=c.number(domain, "[domain]", "wall_friction", 0.5, low=0),
         wall_rolling_friction=c.number(domain, "[domain]", "wall_rolling_friction", 0.0, low=0),
         wall_cohesion=c.number(domain, "[domain]", "wall_cohesion", 0.0, low=0),
+        wall_youngs_modulus=c.number(domain, "[domain]", "wall_youngs_modulus", 5.0e6, low=0, low_open=True,
+                                     high=1.0e13),
+        wall_poisson_ratio=c.number(domain, "[domain]", "wall_poisson_ratio", 0.3, low=0, high=0.4999),
+        contact_normal=normal,
+        friction_cap=c.string(contact, "[contact]", "friction_cap", "clipped", choices=FRICTION_CAPS),
         gravity=c.vector(gravity, "[gravity]", "vector", (0.0, -9.81, 0.0)),
         gravity_axis=axis,
         gravity_rate=c.number(gravity, "[gravity]", "rotation_rate", 0.0),

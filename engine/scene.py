@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from .budget import check_memory
-from .contact_law import cohesion_notes, surface_cohesion_notes
+from .contact_law import CONTACT_NORMAL_LAWS, FRICTION_CAPS, check_hertz_materials, cohesion_notes, surface_cohesion_notes
 from .errors import MochiError
 from .fields import ForceField, field_max_acceleration
 from .model import Body, Domain, Gravity, Material, Model, Physics, build_model, particle_masses
@@ -20,7 +20,8 @@ from .ply import read_particles
 from .preset import EmitterSpec, Preset
 from .preset_colliders import colliders_from_specs
 from .state import State, make_state
-from .timestep import TimeStepChoice, choose_time_step, expected_impact_speed
+from .timestep import (TimeStepChoice, choose_time_step, expected_impact_speed, hertz_contacts,
+                       rayleigh_time)
 
 #: A source whose grains are, typically, closer than this fraction of a radius to their nearest
 #: neighbour is packed and falls as one block; otherwise it is a loose cloud whose grains fall alone.
@@ -163,7 +164,8 @@ def setup_from_arrays(*, positions: np.ndarray, radius: np.ndarray, velocities: 
                       stiffness: float | None = None, fps: float = 24.0, rebuild_interval: int = 10,
                       seed: int = 0, name: str = "scene", frames: int = 10,
                       colliders=None, friction_model: str = "spring", rotation: bool = True,
-                      integrator: str = "verlet", bodies: tuple = ()) -> SceneSetup:
+                      integrator: str = "verlet", bodies: tuple = (), contact_normal: str = "hooke",
+                      friction_cap: str = "clipped") -> SceneSetup:
     """Build a scene from particle arrays.
 
     Args:
@@ -193,6 +195,10 @@ def setup_from_arrays(*, positions: np.ndarray, radius: np.ndarray, velocities: 
         bodies: ``engine.model.Body`` per source object that is glued (or rigid); others are loose.
         colliders: Triangle-mesh colliders (``engine.colliders.ColliderSet``) or None; their surface
             speed counts as an impact speed when dt and stiffness are 'auto'.
+        contact_normal: 'hooke' (the linear law of ``stiffness``) or 'hertz' (Hertz–Mindlin from the
+            materials' and the domain's Young's moduli and Poisson's ratios; ``stiffness`` must be None).
+        friction_cap: One of ``engine.contact_law.FRICTION_CAPS`` ('clipped', Mochi's, unless comparing with
+            a peer).
 
     Raises:
         MochiError: empty scene, bad radius, NaN positions, unstable dt...
@@ -229,19 +235,33 @@ def setup_from_arrays(*, positions: np.ndarray, radius: np.ndarray, velocities: 
     g_norm = float(np.linalg.norm(g))
     turning = gravity.rotation_axis is not None and gravity.rotation_rate != 0.0
     column = float(domain.size.max()) if turning or g_norm == 0.0 else float(np.abs(g / g_norm) @ domain.size)
+    if contact_normal not in CONTACT_NORMAL_LAWS:
+        raise MochiError(f"Unknown contact law '{contact_normal}': choose one of {', '.join(CONTACT_NORMAL_LAWS)}.")
+    if friction_cap not in FRICTION_CAPS:
+        raise MochiError(f"Unknown friction cap '{friction_cap}': choose one of {', '.join(FRICTION_CAPS)}.")
+    hertz = rayleigh = None
+    if contact_normal == "hertz":
+        check_hertz_materials(materials, domain)
+        hertz = hertz_contacts(materials, domain.wall_youngs_modulus, domain.wall_poisson_ratio, mass, probe.radius,
+                               probe.material_index)
+        rayleigh = rayleigh_time(materials, probe.radius, probe.material_index)
     choice = choose_time_step(dt=dt, stiffness=stiffness, substeps=substeps, fps=fps, mass=mass,
                               radius=probe.radius, impact_speed=impact, restitution=restitution, gravity=g_norm,
-                              column_height=column)
+                              column_height=column, hertz=hertz,
+                              **({} if rayleigh is None else {"rayleigh": rayleigh}))
     physics = Physics(materials=materials, domain=domain, gravity=gravity, fields=tuple(fields),
                       stiffness=choice.stiffness, dt=choice.dt, steps_per_frame=choice.steps_per_frame,
                       fps=float(fps), rebuild_interval=int(rebuild_interval),
                       speed_limit=SPEED_LIMIT_FACTOR * worst + 1.0, seed=int(seed),
                       friction_model=friction_model, rotation=bool(rotation), integrator=integrator,
-                      bodies=tuple(bodies))
+                      bodies=tuple(bodies), contact_normal=contact_normal, friction_cap=friction_cap)
     model = build_model(radius, physics, material_index=material_index, object_id=object_id, colliders=colliders,
                         positions=state.positions)
-    notes = choice.notes + cohesion_notes(materials, model.material_index, model.radius, choice.stiffness)
-    if colliders is not None:
+    notes = choice.notes
+    # SJKR binds at any c with Hertz contacts (docs/physics.md): the linear law's thresholds are not said then.
+    if hertz is None:
+        notes += cohesion_notes(materials, model.material_index, model.radius, choice.stiffness)
+    if colliders is not None and hertz is None:
         notes += surface_cohesion_notes(materials, model.material_index, model.radius, choice.stiffness,
                                         [(f"collider '{c.name}'", c.cohesion) for c in colliders.colliders])
     return SceneSetup(model=model, state=state, name=name, frames=frames, notes=notes, time_step=choice)
@@ -400,7 +420,8 @@ def setup_from_preset(preset: Preset, *, particles: int | None = None,
         spins = np.concatenate([x[5] for x in parts])
     domain = Domain(lo=preset.domain_lo, hi=preset.domain_hi, open_sides=preset.open_sides,
                     wall_restitution=preset.wall_restitution, wall_friction=preset.wall_friction,
-                    wall_rolling_friction=preset.wall_rolling_friction, wall_cohesion=preset.wall_cohesion)
+                    wall_rolling_friction=preset.wall_rolling_friction, wall_cohesion=preset.wall_cohesion,
+                    wall_youngs_modulus=preset.wall_youngs_modulus, wall_poisson_ratio=preset.wall_poisson_ratio)
     gravity = Gravity(vector=preset.gravity, rotation_axis=preset.gravity_axis, rotation_rate=preset.gravity_rate)
     fields = tuple(ForceField(**f) for f in preset.fields)
     colliders = colliders_from_specs(preset.colliders)
@@ -410,5 +431,6 @@ def setup_from_preset(preset: Preset, *, particles: int | None = None,
                              substeps=preset.substeps, stiffness=preset.stiffness, fps=preset.fps,
                              rebuild_interval=preset.rebuild_interval, seed=preset.seed, name=preset.name,
                              frames=preset.frames, colliders=colliders, friction_model=preset.friction_model,
-                             rotation=preset.rotation, integrator=preset.integrator, bodies=tuple(bodies))
+                             rotation=preset.rotation, integrator=preset.integrator, bodies=tuple(bodies),
+                             contact_normal=preset.contact_normal, friction_cap=preset.friction_cap)
     return replace(setup, notes=setup.notes + notes) if notes else setup

@@ -76,6 +76,80 @@ class TimeStepChoice:
     notes: tuple[str, ...] = ()
 
 
+#: Fraction of the Rayleigh time that 'auto' dt never exceeds with Hertz–Mindlin (LIGGGHTS warns above 20%).
+RAYLEIGH_FRACTION = 0.2
+
+
+@dataclass(frozen=True)
+class HertzContact:
+    """One kind of Hertz–Mindlin contact a scene can have: the stiffest of its kind is what dt must resolve.
+
+    Attributes:
+        youngs: E* of the pair [Pa] (engine.contact_law.effective_moduli).
+        mass: m_eff [kg]; radius: R* [m]; grain_radius: the smaller grain's radius r [m].
+    """
+
+    youngs: float
+    mass: float
+    radius: float
+    grain_radius: float
+
+    def peak_overlap(self, speed: float) -> float:
+        """Largest overlap δ_max [m] of an undamped Hertz impact at ``speed`` [m/s] (Johnson, Contact
+        Mechanics, §11.4): (15 m v² / (16 E* sqrt(R*)))^(2/5)."""
+        return (15.0 * self.mass * speed * speed / (16.0 * self.youngs * math.sqrt(self.radius))) ** 0.4
+
+    def peak_stiffness(self, speed: float) -> float:
+        """Tangent stiffness dF/dδ = 2 E* sqrt(R* δ) [N/m] at the deepest point of an impact at ``speed``."""
+        return 2.0 * self.youngs * math.sqrt(self.radius * self.peak_overlap(speed))
+
+    def duration(self, speed: float) -> float:
+        """Duration [s] of an undamped Hertz impact at ``speed`` [m/s]: 2.87 (m²/(R* E*² v))^(1/5)."""
+        return 2.87 * (self.mass ** 2 / (self.radius * self.youngs ** 2 * speed)) ** 0.2
+
+
+def hertz_contacts(materials, wall_youngs: float, wall_poisson: float, mass: np.ndarray, radius: np.ndarray,
+                   material_index: np.ndarray) -> tuple[HertzContact, ...]:
+    """The lightest grain of each material against the lightest of every material and against the walls
+    (``HertzContact`` each), for ``choose_time_step``.
+
+    Args:
+        materials: The material table (engine.model.Material).
+        wall_youngs, wall_poisson: The walls' (and mesh colliders') E [Pa] and ν.
+        mass, radius: float32 (n,) [kg], [m]; material_index: int32 (n,).
+    """
+    from .contact_law import effective_moduli
+
+    lightest = {}
+    for index in np.unique(material_index):
+        mine = np.flatnonzero(material_index == index)
+        k = mine[np.argmin(mass[mine])]
+        lightest[int(index)] = (float(mass[k]), float(radius[k]))
+    contacts = []
+    for a, (ma, ra) in lightest.items():
+        A = materials[a]
+        e_wall, _ = effective_moduli(A.youngs_modulus, A.poisson_ratio, wall_youngs, wall_poisson)
+        contacts.append(HertzContact(e_wall, ma, ra, ra))
+        for b, (mb, rb) in lightest.items():
+            if b >= a:
+                B = materials[b]
+                e_pair, _ = effective_moduli(A.youngs_modulus, A.poisson_ratio, B.youngs_modulus, B.poisson_ratio)
+                contacts.append(HertzContact(e_pair, ma * mb / (ma + mb), ra * rb / (ra + rb), min(ra, rb)))
+    return tuple(contacts)
+
+
+def rayleigh_time(materials, radius: np.ndarray, material_index: np.ndarray) -> float:
+    """Shortest Rayleigh time [s] of the grains: π r sqrt(ρ/G) / (0.1631 ν + 0.8766), G = E/(2(1 + ν)),
+    the time a surface wave takes across a grain (the usual bound on a Hertz–Mindlin dt)."""
+    times = []
+    for index in np.unique(material_index):
+        m = materials[int(index)]
+        shear = m.youngs_modulus / (2.0 * (1.0 + m.poisson_ratio))
+        r = float(radius[material_index == index].min())
+        times.append(math.pi * r * math.sqrt(m.density / shear) / (0.1631 * m.poisson_ratio + 0.8766))
+    return min(times)
+
+
 def pair_frequency(stiffness: float, mass_min: float) -> float:
     """ω [rad/s] of a collision between two particles of the smallest mass [kg]."""
     return math.sqrt(2.0 * stiffness / mass_min)
@@ -164,7 +238,8 @@ def steps_per_frame_before_packing(*, fps: float, dt: float | None, substeps: in
 
 def choose_time_step(*, dt: float | None, stiffness: float | None, substeps: int | None, fps: float,
                      mass: np.ndarray, radius: np.ndarray, impact_speed: float, restitution: float = 1.0,
-                     gravity: float = 0.0, column_height: float = 0.0) -> TimeStepChoice:
+                     gravity: float = 0.0, column_height: float = 0.0,
+                     hertz: tuple[HertzContact, ...] | None = None, rayleigh: float = math.inf) -> TimeStepChoice:
     """Resolve 'auto' dt/stiffness and check stability and overlap.
 
     Args:
@@ -179,6 +254,12 @@ def choose_time_step(*, dt: float | None, stiffness: float | None, substeps: int
         gravity: |g| [m/s²], for the resting overlap.
         column_height: Tallest column of grains that can rest on one contact [m] (the domain's height
             along gravity).
+        hertz: The scene's Hertz–Mindlin contacts (``hertz_contacts``), None for the linear law. The
+            stiffness is then not a choice: the returned one is the linear spring as stiff as the stiffest
+            contact at its deepest (``HertzContact.peak_stiffness`` at the expected impact speed), which
+            sets dt; overlaps are Hertz's.
+        rayleigh: The grains' shortest Rayleigh time [s] (``rayleigh_time``); 'auto' dt stays under
+            ``RAYLEIGH_FRACTION`` of it (Hertz–Mindlin only).
 
     Raises:
         MochiError: a dt that would blow up, naming dt, stiffness, the lightest mass and the limit; a
@@ -190,6 +271,10 @@ def choose_time_step(*, dt: float | None, stiffness: float | None, substeps: int
     if dt is None and substeps is not None:
         dt = frame_time / substeps
     v = max(impact_speed, 0.1)
+    if hertz is not None:
+        return _choose_hertz_time_step(dt=dt, stiffness=stiffness, fps=fps, mass_min=mass_min, speed=v,
+                                       contacts=hertz, rayleigh=rayleigh, gravity=gravity, mass=mass, radius=radius,
+                                       column_height=column_height)
     auto_stiffness = stiffness is None
     if stiffness is None:
         if dt is not None:
@@ -234,3 +319,48 @@ def choose_time_step(*, dt: float | None, stiffness: float | None, substeps: int
     return TimeStepChoice(dt=float(dt), stiffness=float(stiffness), steps_per_frame=int(steps_per_frame),
                           critical_dt=limit, contact_duration=t_contact, impact_speed=float(v),
                           expected_overlap=float(overlap), rest_overlap=float(resting), notes=tuple(notes))
+
+
+def _choose_hertz_time_step(*, dt, stiffness, fps, mass_min, speed, contacts, rayleigh, gravity, mass, radius,
+                            column_height) -> TimeStepChoice:
+    """``choose_time_step`` for Hertz–Mindlin (see its ``hertz`` argument)."""
+    if stiffness is not None:
+        raise MochiError(f"A stiffness ({stiffness:.3g} N/m) is given, but the Hertz contact law takes its stiffness "
+                         "from the materials' Young's modulus: leave stiffness 'auto' or use the linear law.")
+    frame_time = 1.0 / fps
+    # The linear spring whose lightest pair (m_min/2, as choose_time_step counts) is as quick as the quickest
+    # Hertz contact at its deepest: its stability limit and collision time are the Hertz ones' (conservative).
+    quickest = max(c.peak_stiffness(speed) / c.mass for c in contacts)
+    equivalent = 0.5 * mass_min * quickest
+    t_contact = min(c.duration(speed) for c in contacts)
+    limit = critical_time_step(equivalent, mass_min)
+    if dt is None:
+        dt = min(t_contact / STEPS_PER_CONTACT, math.pi / math.sqrt(quickest) / STEPS_PER_CONTACT,
+                 RAYLEIGH_FRACTION * rayleigh)
+        steps = max(1, math.ceil(frame_time / dt))
+        dt = frame_time / steps
+    if dt > limit:
+        raise MochiError(
+            f"The time step dt = {dt:.3g} s would blow up: the stiffest Hertz contact (at {speed:.3g} m/s) is as "
+            f"stiff as {equivalent:.3g} N/m on the lightest particle of {mass_min:.3g} kg, so dt must be below "
+            f"{limit:.3g} s (use a smaller dt, more substeps, a softer Young's modulus, or 'auto').")
+    overlap = max(c.peak_overlap(speed) / c.grain_radius for c in contacts)
+    # A resting column H tall of grains of mass m presses H m g / (2 r) on its lowest (wall) contact.
+    wall = [c for c in contacts if c.radius == c.grain_radius]
+    resting = 0.0
+    for c in wall:
+        load = column_height * gravity * c.mass / (2.0 * c.grain_radius)
+        resting = max(resting, (3.0 * load / (4.0 * c.youngs * math.sqrt(c.radius))) ** (2.0 / 3.0) / c.grain_radius)
+    notes = []
+    if t_contact / dt < 5:
+        notes.append(f"dt resolves the quickest Hertz collision in only {t_contact / dt:.1f} steps.")
+    if dt > RAYLEIGH_FRACTION * rayleigh:
+        notes.append(f"dt is {dt / rayleigh:.0%} of the grains' Rayleigh time ({rayleigh:.3g} s); above "
+                     f"{RAYLEIGH_FRACTION:.0%} dense packings may not be resolved.")
+    if overlap > MAX_OVERLAP:
+        notes.append(f"Grains hitting at {speed:.3g} m/s would overlap about {overlap:.0%} of their radius with "
+                     f"these Young's moduli; a {(overlap / MAX_OVERLAP) ** 2.5 * 1.02:.3g}× larger modulus keeps it "
+                     f"under {MAX_OVERLAP:.0%}.")
+    return TimeStepChoice(dt=float(dt), stiffness=float(equivalent), steps_per_frame=int(fixed_steps_per_frame(
+        fps=fps, dt=dt)), critical_dt=limit, contact_duration=t_contact, impact_speed=float(speed),
+        expected_overlap=float(overlap), rest_overlap=float(resting), notes=tuple(notes))

@@ -177,8 +177,14 @@ def apply_preset(preset, scene: bpy.types.Scene, active: bpy.types.Object | None
         if preset.emitters:
             active.mochi.body = preset.emitters[0].body.upper()
             active.mochi.glue_strength = preset.emitters[0].glue_strength
-    return fields_engine_to_blender(tuple(ForceField(**f) for f in preset.fields), scene, to_blender=to_blender,
-                                    name=preset.name)
+    notes = []
+    if preset.contact_normal != "hooke" or preset.friction_cap != "clipped":
+        # Not in the panel yet: say so rather than drop it silently.
+        notes.append(f"The preset's contact law (normal = '{preset.contact_normal}', friction_cap = "
+                     f"'{preset.friction_cap}') is not in Blender's Mochi panel yet: this scene keeps the linear "
+                     "law; bake the preset itself with 'mochi bake' to use it.")
+    return notes + fields_engine_to_blender(tuple(ForceField(**f) for f in preset.fields), scene,
+                                            to_blender=to_blender, name=preset.name)
 
 
 class MOCHI_OT_preset_apply(bpy.types.Operator):

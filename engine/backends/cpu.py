@@ -98,10 +98,12 @@ class BackendCpu(FullLawSteps, Backend):
         self.roll, self.wall_roll = prepared.roll, prepared.wall_roll  # zero without rotation
         self.cohesion, self.wall_cohesion = prepared.cohesion, prepared.wall_cohesion
         self.rolling = prepared.rolling
+        self.law_table, self.wall_law_table = prepared.law_table, prepared.wall_law_table  # Hertz, peers' caps
         # The paper's model runs the original kernels (its results keep their bits).
         self.bonds = model.bonds if model.bonds is not None and model.bonds.count else None
         self.full = self.rotation or not self.euler or self.rolling or bool(self.cohesion.any()) \
-            or bool(self.wall_cohesion.any()) or self.bonds is not None or model.clumps is not None
+            or bool(self.wall_cohesion.any()) or self.bonds is not None or model.clumps is not None \
+            or prepared.tabled
         self.clumps = model.clumps
         if self.clumps is not None:
             c = self.clumps.count

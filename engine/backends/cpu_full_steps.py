@@ -30,7 +30,7 @@ class FullLawSteps:
         nb = self.neighbors
         k.pair_forces_full(self.pos, self.vel, self.omega, self.radius, self.mass, self.material, self.active,
                            nb.nbr_start, nb.nbr_j, self.beta, self.mu, self.roll, self.cohesion,
-                           float(physics.stiffness), self.spring, dt_history, self.hist, self.pair_force,
+                           float(physics.stiffness), self.law_table, self.spring, dt_history, self.hist, self.pair_force,
                            self.pair_torque, self.force, self.torque, self.bonded, self.clump_of)
         k.gather_reactions(self.force, self.pair_force, nb.rev_start, nb.rev_pair)
         k.gather_torques(self.torque, self.pair_torque, nb.rev_start, nb.rev_pair)
@@ -56,12 +56,12 @@ class FullLawSteps:
         if start.shape[0] > 2:
             crossing_forces_full(self.pos, self.vel, self.omega, self.radius, self.mass, self.material, self.active,
                                  nb.nbr_start, nb.nbr_j, self.beta, self.mu, self.roll, self.cohesion, stiffness,
-                                 self.spring, dt_history, self.hist, self.bonded, self.clump_of, self.pair_force,
+                                 self.law_table, self.spring, dt_history, self.hist, self.bonded, self.clump_of, self.pair_force,
                                  self.pair_torque, start, cross_from)
         return fused_step_full(
             self.pos, self.vel, self.omega, self.quat, self.force, self.torque, self.touched, self.radius, self.mass,
             self.material, self.active, nb.nbr_start, nb.nbr_j, nb.rev_start, nb.rev_pair, self.beta, self.mu,
-            self.roll, self.cohesion, stiffness, self.spring, dt_history, kick_dt, self.hist, self.bonded,
+            self.roll, self.cohesion, stiffness, self.law_table, self.spring, dt_history, kick_dt, self.hist, self.bonded,
             self.clump_of, self.pair_force, self.pair_torque, start, reached_to, accel, self.euler, self.rotation,
             self.lo, self.hi, self.wall_mask, self.field_table, self.field_grid, self.acc, self.alpha, self.pos_ref)
 
@@ -74,7 +74,7 @@ class FullLawSteps:
     def _wall_forces_full(self, near: np.ndarray, dt_history: float) -> None:
         k.wall_forces_full(near, self.pos, self.vel, self.omega, self.radius, self.mass, self.material, self.active,
                            self.lo, self.hi, self.wall_mask, self.wall_beta, self.wall_mu, self.wall_roll,
-                           self.wall_cohesion, float(self.model.physics.stiffness), self.spring, self.wall_hist,
+                           self.wall_cohesion, float(self.model.physics.stiffness), self.wall_law_table, self.spring, self.wall_hist,
                            self.wall_touch, dt_history, self.force, self.torque, self.touched)
 
     def _step_full(self, count: int) -> StepTimings:

@@ -215,7 +215,7 @@ def fused_step(pos, vel, force, touched, radius, mass, material, active, nbr_sta
 
 @njit(parallel=True, **KERNEL_OPTIONS)
 def crossing_forces_full(pos, vel, omega, radius, mass, material, active, nbr_start, nbr_j, beta_table, mu_table,
-                         roll_table, cohesion_table, stiffness, spring, dt, hist, bonded, clump, pair_force,
+                         roll_table, cohesion_table, stiffness, law_table, spring, dt, hist, bonded, clump, pair_force,
                          pair_torque, block_start, cross_from):
     """``crossing_forces`` for the full law: force on i to ``pair_force[p]`` (3), torques on i and on j
     to ``pair_torque[p]`` (6) of every entry whose j lies in a later block (zero when not touching)."""
@@ -229,7 +229,7 @@ def crossing_forces_full(pos, vel, omega, radius, mass, material, active, nbr_st
                 f = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
                 if active[i] != 0 and active[j] != 0:
                     touching, f = pair_full_of(i, j, p, pos, vel, omega, radius, mass, material, beta_table, mu_table,
-                                               roll_table, cohesion_table, stiffness, spring, dt, hist, bonded, clump)
+                                               roll_table, cohesion_table, stiffness, law_table, spring, dt, hist, bonded, clump)
                 for a in range(3):
                     pair_force[p, a] = f[a]
                 for a in range(6):
@@ -238,7 +238,7 @@ def crossing_forces_full(pos, vel, omega, radius, mass, material, active, nbr_st
 
 @njit(parallel=True, **KERNEL_OPTIONS)
 def fused_step_full(pos, vel, omega, quat, force, torque, touched, radius, mass, material, active, nbr_start, nbr_j,
-                    rev_start, rev_pair, beta_table, mu_table, roll_table, cohesion_table, stiffness, spring, dt,
+                    rev_start, rev_pair, beta_table, mu_table, roll_table, cohesion_table, stiffness, law_table, spring, dt,
                     kick_dt, hist, bonded, clump, pair_force, pair_torque, block_start, reached_to, accel, euler,
                     rotation, lo, hi, wall_mask, field_table, field_grid, acc, alpha, pos_ref):
     """The full law's forces and kick (``cpu_kernels.pair_forces_full``, the gathers and ``kick``) in one
@@ -283,7 +283,7 @@ def fused_step_full(pos, vel, omega, quat, force, torque, touched, radius, mass,
                     if active[j] == 0:
                         continue
                     touching, f = pair_full_of(i, j, p, pos, vel, omega, radius, mass, material, beta_table, mu_table,
-                                               roll_table, cohesion_table, stiffness, spring, dt, hist, bonded, clump)
+                                               roll_table, cohesion_table, stiffness, law_table, spring, dt, hist, bonded, clump)
                     if not touching:  # no force (adding its zeros would change no bit)
                         continue
                     force[j, 0] -= f[0]

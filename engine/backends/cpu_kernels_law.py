@@ -12,7 +12,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from ..contact_law import TANGENTIAL_STIFFNESS_RATIO  # a numba global constant
+from ..contact_law import SQRT_FIVE_SIXTHS, TANGENTIAL_STIFFNESS_RATIO  # numba global constants
 from .cpu_kernel_options import KERNEL_OPTIONS
 
 
@@ -25,7 +25,16 @@ def plane_cohesion(cohesion, radius, overlap):
     return cohesion * math.pi * (2.0 * radius * overlap - overlap * overlap)
 
 
-def make_contact_law(*, rotation: bool, rolling: bool, cohesion: bool, inline: str = "never"):
+@njit(inline="always", **KERNEL_OPTIONS)
+def law_of(stiffness, row):
+    """(stiffness k [N/m] or E* [Pa], G* [Pa] (0: the linear law), friction cap code) of one row of a law
+    table (engine.contact_law.law_tables: E*, G*, cap)."""
+    if row[1] > 0.0:
+        return row[0], row[1], np.int64(row[2])
+    return stiffness, 0.0, np.int64(row[2])
+
+
+def make_contact_law(*, rotation: bool, rolling: bool, cohesion: bool, tabled: bool, inline: str = "never"):
     """The contact law of engine.contact_law (``contact_response``, its float64 reference) on one contact
     of unit normal n, compiled for the physics switched on: each flag is a constant of the compiled
     function, so what it switches off costs nothing. ``contact_law_paper`` (all off: the paper's model)
@@ -35,13 +44,18 @@ def make_contact_law(*, rotation: bool, rolling: bool, cohesion: bool, inline: s
         rotation: The contact point's velocity includes R_i ω_i + R_j ω_j; torques are returned.
         rolling: Rolling resistance (a rolling spring ξ_r where ``mu_roll`` > 0).
         cohesion: SJKR cohesion (``cohesive`` subtracted from the normal force).
+        tabled: What the law tables (engine.contact_law.law_tables) add: Hertz–Mindlin where
+            ``shear_modulus`` > 0 (stiffnesses from E*, G* and the contact's size) and the peers' friction
+            caps (``cap_rule``).
         inline: numba's ``inline`` option ('always' where a call costs more than the law).
 
     The compiled law takes:
         n: unit normal (nx, ny, nz), from j (or the wall) to i; overlap δ [m].
         dv: v_i − v_j [m/s]; w_i, w_j: angular velocities [rad/s] (w_j = 0 for walls).
         arm_i, arm_j: R_i = r_i − δ/2, R_j = r_j − δ/2 (0 for walls) [m]; r_eff: rolling radius [m].
-        m_eff [kg], stiffness k [N/m], beta (damping ratio), mu, mu_roll; cohesive: c·A [N].
+        m_eff [kg], stiffness k [N/m] (Hertz: E* [Pa]), shear_modulus (Hertz: G* [Pa]; 0: the linear
+            law), cap_rule (index in engine.contact_law.FRICTION_CAPS; read with ``tabled`` only),
+            beta (damping ratio), mu, mu_roll; cohesive: c·A [N].
         spring: tangential spring (history) or capped dashpot; hist[h, 0:3] ξ, hist[h, 3:6] ξ_r [m]
             (updated in place; ξ_r only read with rolling and mu_roll > 0); dt [s].
     and returns (fx, fy, fz) force on i [N], (tix, tiy, tiz) torque on i, (tjx, tjy, tjz) torque on j
@@ -53,11 +67,26 @@ def make_contact_law(*, rotation: bool, rolling: bool, cohesion: bool, inline: s
 
     @njit(inline=inline, **KERNEL_OPTIONS)
     def contact_law(nx, ny, nz, overlap, dvx, dvy, dvz, wix, wiy, wiz, wjx, wjy, wjz, arm_i, arm_j, r_eff,
-                    m_eff, stiffness, beta, mu, mu_roll, cohesive, spring, hist, h, dt):
-        root = math.sqrt(m_eff * stiffness)
+                    m_eff, stiffness, shear_modulus, cap_rule, beta, mu, mu_roll, cohesive, spring, hist, h, dt):
+        if tabled and shear_modulus > 0.0:
+            # Hertz–Mindlin (engine.contact_law.contact_coefficients): stiffer as the contact grows.
+            size = math.sqrt(r_eff * overlap)
+            k_n = (4.0 / 3.0) * stiffness * size
+            g_n = 2.0 * beta * SQRT_FIVE_SIXTHS * math.sqrt(2.0 * stiffness * size * m_eff)
+            k_t = 8.0 * shear_modulus * size
+            g_t = 2.0 * beta * SQRT_FIVE_SIXTHS * math.sqrt(k_t * m_eff)
+            root = math.sqrt(m_eff * k_n)
+        else:
+            k_n = stiffness
+            root = math.sqrt(m_eff * stiffness)
+            g_n = 2.0 * beta * root
+            k_t = TANGENTIAL_STIFFNESS_RATIO * stiffness
+            g_t = 2.0 * beta * math.sqrt(m_eff * k_t)
         v_n = dvx * nx + dvy * ny + dvz * nz
-        f_n = stiffness * overlap - 2.0 * beta * root * v_n
+        f_n = k_n * overlap - g_n * v_n
         cap_force = max(f_n, 0.0)  # the caps leave cohesion out, as LAMMPS/LIGGGHTS do
+        if tabled and cap_rule != 0:  # 'absolute' and 'spring' (engine.contact_law.FRICTION_CAPS) cap at μ|f_n|
+            cap_force = abs(f_n)
         if cohesion:
             f_n -= cohesive
         if rotation:
@@ -73,8 +102,6 @@ def make_contact_law(*, rotation: bool, rolling: bool, cohesion: bool, inline: s
             cvx, cvy, cvz, c_n = dvx, dvy, dvz, v_n
         tx, ty, tz = cvx - c_n * nx, cvy - c_n * ny, cvz - c_n * nz
         cap = mu * cap_force
-        k_t = TANGENTIAL_STIFFNESS_RATIO * stiffness
-        g_t = 2.0 * beta * math.sqrt(m_eff * k_t)
         ftx = fty = ftz = 0.0
         if spring:
             sx, sy, sz = hist[h, 0], hist[h, 1], hist[h, 2]
@@ -82,9 +109,12 @@ def make_contact_law(*, rotation: bool, rolling: bool, cohesion: bool, inline: s
             sx = sx - along * nx + tx * dt
             sy = sy - along * ny + ty * dt
             sz = sz - along * nz + tz * dt
-            ftx = -k_t * sx - g_t * tx
-            fty = -k_t * sy - g_t * ty
-            ftz = -k_t * sz - g_t * tz
+            # LIGGGHTS' 'spring' cap: the spring alone is capped; its dashpot acts only while it sticks.
+            spring_cap = tabled and cap_rule == 2
+            g_s = 0.0 if spring_cap else g_t  # the dashpot inside the capped force
+            ftx = -k_t * sx - g_s * tx
+            fty = -k_t * sy - g_s * ty
+            ftz = -k_t * sz - g_s * tz
             magnitude = math.sqrt(ftx * ftx + fty * fty + ftz * ftz)
             if magnitude > cap:
                 scale = cap / magnitude
@@ -92,9 +122,13 @@ def make_contact_law(*, rotation: bool, rolling: bool, cohesion: bool, inline: s
                 fty *= scale
                 ftz *= scale
                 # Sliding: shorten the spring so that it alone (with the dashpot) gives the capped force.
-                sx = -(ftx + g_t * tx) / k_t
-                sy = -(fty + g_t * ty) / k_t
-                sz = -(ftz + g_t * tz) / k_t
+                sx = -(ftx + g_s * tx) / k_t
+                sy = -(fty + g_s * ty) / k_t
+                sz = -(ftz + g_s * tz) / k_t
+            elif spring_cap:
+                ftx -= g_t * tx
+                fty -= g_t * ty
+                ftz -= g_t * tz
             hist[h, 0] = sx
             hist[h, 1] = sy
             hist[h, 2] = sz
@@ -164,16 +198,17 @@ def make_contact_law(*, rotation: bool, rolling: bool, cohesion: bool, inline: s
 
 #: The paper's model: no rotation, rolling resistance or cohesion (inlined: a call with this many
 #: arguments costs more than the law).
-contact_law_paper = make_contact_law(rotation=False, rolling=False, cohesion=False, inline="always")
-#: Every other setting: rotation, rolling resistance and cohesion, each off where its coefficient is 0.
-contact_law_full = make_contact_law(rotation=True, rolling=True, cohesion=True)
+contact_law_paper = make_contact_law(rotation=False, rolling=False, cohesion=False, tabled=False, inline="always")
+#: Every other setting: rotation, rolling resistance, cohesion and Hertz–Mindlin, each off where its
+#: coefficient is 0.
+contact_law_full = make_contact_law(rotation=True, rolling=True, cohesion=True, tabled=True)
 
 
 @njit(inline="always", **KERNEL_OPTIONS)
 def contact_along(nx, ny, nz, overlap, dvx, dvy, dvz, m_eff, stiffness, beta, mu, spring, hist, h, dt):
     """The paper's law for a given unit normal: force on i (fx, fy, fz) [N] (walls, grain pairs)."""
     f = contact_law_paper(nx, ny, nz, overlap, dvx, dvy, dvz, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, m_eff,
-                          stiffness, beta, mu, 0.0, 0.0, spring, hist, h, dt)
+                          stiffness, 0.0, 0, beta, mu, 0.0, 0.0, spring, hist, h, dt)
     return f[0], f[1], f[2]
 
 
@@ -274,10 +309,12 @@ def gather_reactions(force, pair_force, rev_start, rev_pair):
 
 @njit(inline="always", **KERNEL_OPTIONS)  # inlined: called per list entry with many arguments
 def pair_full_of(i, j, p, pos, vel, omega, radius, mass, material, beta_table, mu_table, roll_table, cohesion_table,
-                 stiffness, spring, dt, hist, bonded, clump):
+                 stiffness, law_table, spring, dt, hist, bonded, clump):
     """The full law on list entry p (particles i, j, both active): (touching, f) with f the 9-tuple of
     ``contact_law_full`` (force on i [N], torques on i and on j [N·m]); zeros when apart, held by a bond or
-    in one rigid clump, where the entry's springs ``hist[p]`` are also cleared."""
+    in one rigid clump, where the entry's springs ``hist[p]`` are also cleared. ``law_table``: E*, G* [Pa]
+    and friction cap per material pair (M, M, 3) (engine.contact_law.law_tables), no rows for the linear law
+    of ``stiffness`` with Mochi's cap."""
     dx = np.float64(pos[i, 0]) - pos[j, 0]
     dy = np.float64(pos[i, 1]) - pos[j, 1]
     dz = np.float64(pos[i, 2]) - pos[j, 2]
@@ -301,6 +338,7 @@ def pair_full_of(i, j, p, pos, vel, omega, radius, mass, material, beta_table, m
     mj = np.float64(mass[j])
     ci, cj = material[i], material[j]
     coh = cohesion_table[ci, cj]
+    k_or_e, shear, cap_rule = law_of(stiffness, law_table[ci, cj]) if law_table.shape[0] else (stiffness, 0.0, 0)
     cohesive = 0.0
     if coh > 0.0 and dist > 0.0:
         cohesive = coh * (0.25 * math.pi * overlap * (dist + ri - rj) * (dist - ri + rj)
@@ -310,15 +348,15 @@ def pair_full_of(i, j, p, pos, vel, omega, radius, mass, material, beta_table, m
                          np.float64(omega[i, 0]), np.float64(omega[i, 1]), np.float64(omega[i, 2]),
                          np.float64(omega[j, 0]), np.float64(omega[j, 1]), np.float64(omega[j, 2]),
                          ri - 0.5 * overlap, rj - 0.5 * overlap, ri * rj / reach, mi * mj / (mi + mj),
-                         stiffness, beta_table[ci, cj], mu_table[ci, cj], roll_table[ci, cj], cohesive,
+                         k_or_e, shear, cap_rule, beta_table[ci, cj], mu_table[ci, cj], roll_table[ci, cj], cohesive,
                          spring, hist, p, dt)
     return True, f
 
 
 @njit(parallel=True, **KERNEL_OPTIONS)
 def pair_forces_full(pos, vel, omega, radius, mass, material, active, nbr_start, nbr_j, beta_table, mu_table,
-                     roll_table, cohesion_table, stiffness, spring, dt, hist, pair_force, pair_torque, force,
-                     torque, bonded, clump):
+                     roll_table, cohesion_table, stiffness, law_table, spring, dt, hist, pair_force, pair_torque,
+                     force, torque, bonded, clump):
     """``pair_forces`` with rotation, rolling resistance and cohesion.
 
     Writes per list entry the force on i (``pair_force`` (P, 3)) and the torques on i and on j
@@ -340,7 +378,8 @@ def pair_forces_full(pos, vel, omega, radius, mass, material, active, nbr_start,
             if active[i] == 0 or active[j] == 0:
                 continue
             touching, f = pair_full_of(i, j, p, pos, vel, omega, radius, mass, material, beta_table, mu_table,
-                                       roll_table, cohesion_table, stiffness, spring, dt, hist, bonded, clump)
+                                       roll_table, cohesion_table, stiffness, law_table, spring, dt, hist, bonded,
+                                       clump)
             if not touching:
                 continue
             for a in range(3):

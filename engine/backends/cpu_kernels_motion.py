@@ -12,7 +12,7 @@ from numba import njit, prange
 
 from .cpu_fields import field_acceleration
 from .cpu_kernel_options import KERNEL_OPTIONS
-from .cpu_kernels_law import contact_along, contact_law_full, plane_cohesion
+from .cpu_kernels_law import contact_along, contact_law_full, law_of, plane_cohesion
 
 
 @njit(**KERNEL_OPTIONS)
@@ -243,16 +243,18 @@ def drift(pos, vel, omega, quat, acc, alpha, active, dt, rotation, lo, hi, wall_
 
 @njit(parallel=True, **KERNEL_OPTIONS)
 def wall_forces_full(near, pos, vel, omega, radius, mass, material, active, lo, hi, wall_mask, wall_beta, wall_mu,
-                     wall_roll, wall_cohesion, stiffness, spring, wall_hist, wall_touch, dt, force, torque, touched):
+                     wall_roll, wall_cohesion, stiffness, wall_law_table, spring, wall_hist, wall_touch, dt, force, torque, touched):
     """``wall_forces`` for the full law: each side's force and torque on the particles ``near`` added to
     ``force[i]``/``torque[i]`` in side order (``touched[i]`` set where one pushes); ``wall_hist``
-    (n, 6, 6): ξ and ξ_r per side, (n, 0, 6) without springs (never touched then)."""
+    (n, 6, 6): ξ and ξ_r per side, (n, 0, 6) without springs (never touched then); ``wall_law_table`` (M, 3):
+    E*, G* [Pa] and friction cap of each material against the walls (engine.contact_law.law_tables), no rows
+    for the linear law with Mochi's cap."""
     for k in prange(near.shape[0]):
         i = near[k]
         if active[i] != 0 and wall_candidate(i, pos, radius, lo, hi, wall_touch):
             f = _wall_sum_full(i, force[i, 0], force[i, 1], force[i, 2], torque[i, 0], torque[i, 1], torque[i, 2],
                                pos, vel, omega, radius, mass, material, lo, hi, wall_mask, wall_beta, wall_mu,
-                               wall_roll, wall_cohesion, stiffness, spring, wall_hist, wall_touch, dt)
+                               wall_roll, wall_cohesion, stiffness, wall_law_table, spring, wall_hist, wall_touch, dt)
             if f[6]:
                 force[i, 0], force[i, 1], force[i, 2] = f[0], f[1], f[2]
                 torque[i, 0], torque[i, 1], torque[i, 2] = f[3], f[4], f[5]
@@ -261,13 +263,14 @@ def wall_forces_full(near, pos, vel, omega, radius, mass, material, active, lo, 
 
 @njit(**KERNEL_OPTIONS)
 def _wall_sum_full(i, fx, fy, fz, tx, ty, tz, pos, vel, omega, radius, mass, material, lo, hi, wall_mask, wall_beta,
-                   wall_mu, wall_roll, wall_cohesion, stiffness, spring, wall_hist, wall_touch, dt):
+                   wall_mu, wall_roll, wall_cohesion, stiffness, wall_law_table, spring, wall_hist, wall_touch, dt):
     """(force, torque) on particle i plus the six sides' (full law), added in side order, and whether
     any side pushes: (fx, fy, fz, tx, ty, tz, pushed)."""
     m = np.float64(mass[i])
     r = np.float64(radius[i])
     mat = material[i]
     wix, wiy, wiz = np.float64(omega[i, 0]), np.float64(omega[i, 1]), np.float64(omega[i, 2])
+    k_or_e, shear, cap_rule = law_of(stiffness, wall_law_table[mat]) if wall_law_table.shape[0] else (stiffness, 0.0, 0)
     pushed = False
     for side in range(6):
         if wall_mask[side] == 0:
@@ -297,7 +300,7 @@ def _wall_sum_full(i, fx, fy, fz, tx, ty, tz, pos, vel, omega, radius, mass, mat
             cohesive = plane_cohesion(wall_cohesion[mat], r, overlap)
         f = contact_law_full(nx, ny, nz, overlap, np.float64(vel[i, 0]), np.float64(vel[i, 1]),
                              np.float64(vel[i, 2]), wix, wiy, wiz, 0.0, 0.0, 0.0, r - 0.5 * overlap, 0.0, r, m,
-                             stiffness, wall_beta[mat], wall_mu[mat], wall_roll[mat], cohesive, spring,
+                             k_or_e, shear, cap_rule, wall_beta[mat], wall_mu[mat], wall_roll[mat], cohesive, spring,
                              wall_hist[i], side, dt)
         fx += f[0]
         fy += f[1]

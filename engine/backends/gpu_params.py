@@ -73,6 +73,23 @@ def check_friction_model(physics) -> None:
         raise MochiError(f"The GPU backends know the friction models 'spring' and 'damper', not '{model}'.")
 
 
+def check_contact_law(physics) -> None:
+    """Refuse the Hertz–Mindlin law and the peers' friction caps, which the GPU kernels do not have yet
+    (the CPU backend has them).
+
+    Raises:
+        MochiError: ``physics.contact_normal`` other than 'hooke', ``physics.friction_cap`` other than 'clipped'.
+    """
+    law = getattr(physics, "contact_normal", "hooke")
+    if law != "hooke":
+        raise MochiError(f"The GPU backends have only the linear (Hooke) contact law, not '{law}': bake this "
+                         "scene on the CPU (--backend cpu), or set [contact] normal = \"hooke\".")
+    cap = getattr(physics, "friction_cap", "clipped")
+    if cap != "clipped":
+        raise MochiError(f"The GPU backends have only Mochi's friction cap, not '{cap}': bake this scene on the CPU "
+                         "(--backend cpu), or set [contact] friction_cap = \"clipped\".")
+
+
 def rotation_settings(physics) -> tuple[bool, str]:
     """(rotation, integrator) of ``physics`` (``Physics.rotation``, ``Physics.integrator``)."""
     return bool(physics.rotation), str(physics.integrator)

@@ -24,8 +24,8 @@ from ..local_origin import local_to_world, round_to_world, world_to_local
 from ..model import Model
 from ..state import State
 from .gpu_params import (CLUMP_HISTORY, DEM_PARAMS_ARRAYS, DEM_PARAMS_DTYPE, DIAG_COUNT, DIAG_SPRING_OVERFLOW,
-                         INFO_ACTIVE, INFO_MATERIAL_SHIFT, INT_MAX, INTEGRATORS, check_bodies, check_friction_model,
-                         clump_bodies, fill_dem_params, grid_fields, law_flags, model_bonds, model_clumps,
+                         INFO_ACTIVE, INFO_MATERIAL_SHIFT, INT_MAX, INTEGRATORS, check_bodies, check_contact_law,
+                         check_friction_model, clump_bodies, fill_dem_params, grid_fields, law_flags, model_bonds, model_clumps,
                          moments_of_inertia, rotating_law, rotating_update, rotation_tables, spring_overflow_sentence,
                          uses_springs)
 from .gpu_springs import SPRING_SLOTS, SpringRows
@@ -103,6 +103,7 @@ class DeviceParticles:
         self.model = model
         physics = model.physics
         check_friction_model(physics)
+        check_contact_law(physics)
         check_bodies(model)
         n = model.particle_count
         self.particle_count = n

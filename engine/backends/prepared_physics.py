@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..contact_law import cohesion_tables, pair_tables, rolling_tables, wall_tables
+from ..contact_law import cohesion_tables, law_tables, pair_tables, rolling_tables, wall_tables
 from ..fields import pack_fields
 from ..local_origin import local_origin, shift_field_table
 from ..model import Physics
@@ -30,6 +30,9 @@ class PreparedPhysics:
         roll, wall_roll: Rolling coefficients μ_r, (M, M) and (M,), float32; zero without rotation
             (rolling resistance acts through ω only).
         cohesion, wall_cohesion: SJKR cohesion c [Pa], (M, M) and (M,), float64.
+        law_table, wall_law_table: E*, G* [Pa] of Hertz–Mindlin and the friction cap per material pair
+            (M, M, 3) and against the walls (M, 3), float64 (engine.contact_law.law_tables); no rows with the
+            linear law and Mochi's cap.
         field_table: Position-dependent fields (engine.fields layout) in local coordinates, float32
             (field_count, 16); field_grid: their samples, float32 (at least one element).
     """
@@ -46,6 +49,8 @@ class PreparedPhysics:
     wall_roll: np.ndarray
     cohesion: np.ndarray
     wall_cohesion: np.ndarray
+    law_table: np.ndarray
+    wall_law_table: np.ndarray
     field_table: np.ndarray
     field_grid: np.ndarray
 
@@ -59,6 +64,11 @@ class PreparedPhysics:
         """Whether any cohesion acts (pairs or walls)."""
         return bool(self.cohesion.any()) or bool(self.wall_cohesion.any())
 
+    @property
+    def tabled(self) -> bool:
+        """Whether contacts read the law tables (Hertz–Mindlin or a peer's friction cap): the full law."""
+        return self.law_table.shape[0] > 0
+
 
 def prepare_physics(physics: Physics) -> PreparedPhysics:
     """The derived constants of a model's ``physics`` (see ``PreparedPhysics``)."""
@@ -69,10 +79,11 @@ def prepare_physics(physics: Physics) -> PreparedPhysics:
     if not physics.rotation:
         roll, wall_roll = np.zeros_like(roll), np.zeros_like(wall_roll)
     cohesion, wall_cohesion = cohesion_tables(physics.materials, domain.wall_cohesion)
+    law_table, wall_law_table = law_tables(physics)
     origin = local_origin(domain.lo, domain.hi)
     table, grid = pack_fields(physics.fields)
     return PreparedPhysics(origin=origin, lo=np.asarray(domain.lo, np.float64) - origin,
                            hi=np.asarray(domain.hi, np.float64) - origin, wall_mask=domain.wall_mask(), beta=beta,
                            mu=mu, wall_beta=wall_beta, wall_mu=wall_mu, roll=roll, wall_roll=wall_roll,
-                           cohesion=cohesion, wall_cohesion=wall_cohesion,
+                           cohesion=cohesion, wall_cohesion=wall_cohesion, law_table=law_table, wall_law_table=wall_law_table,
                            field_table=shift_field_table(table, origin, physics.fields), field_grid=grid)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..contact_law import damping_ratio, surface_cohesion, surface_rolling
+from ..contact_law import damping_ratio, law_tables, surface_cohesion, surface_rolling
 from ..errors import MochiError
 from . import kernels as k
 from .collider import Collider
@@ -122,6 +122,7 @@ class ColliderSet:
     _pending: dict | None = field(default=None, repr=False)
     _tables: tuple | None = field(default=None, repr=False)
     _surface: tuple | None = field(default=None, repr=False)
+    _law: tuple | None = field(default=None, repr=False)
     _last_materials: np.ndarray | None = field(default=None, repr=False)
 
     def __post_init__(self):
@@ -190,7 +191,7 @@ class ColliderSet:
             k.collider_forces(positions, velocities, radius, mass, material_index, active, force, runtime.vertices,
                               runtime.velocities, collider.triangles, *runtime.tree.arrays(),
                               0.5 * collider.thickness, beta[index], mu[index], roll[index], cohesion[index],
-                              float(physics.stiffness), spring,
+                              float(physics.stiffness), self.law_table(physics), spring,
                               float(physics.dt), self._springs[index], self._normals[index], self._counts[index],
                               runtime.clock, self._clearance[index], self._clear_from[index], self._clear_clock[index],
                               omega, torque, rotation)
@@ -293,6 +294,15 @@ class ColliderSet:
                                     for c in self.colliders])
             self._tables = (materials, beta, mu, restitution)
         return self._tables[1], self._tables[2], self._tables[3]
+
+    def law_table(self, physics) -> np.ndarray:
+        """E*, G* [Pa] and friction cap of every material against the colliders, float64 (M, 3)
+        (``engine.contact_law.law_tables``: the colliders have the walls' Young's modulus and Poisson's
+        ratio); no rows for the linear law with Mochi's cap."""
+        key = (physics.materials, physics.domain, physics.contact_normal, physics.friction_cap)
+        if self._law is None or self._law[0] != key:  # once, not every step
+            self._law = (key, law_tables(physics)[1])
+        return self._law[1]
 
     def surface_tables(self, physics) -> tuple[np.ndarray, np.ndarray]:
         """Rolling coefficient μ_r and SJKR cohesion c [Pa] of every (collider, material) pair, float64

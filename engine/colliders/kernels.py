@@ -35,7 +35,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from ..backends.cpu_kernels_law import _contact, contact_law_full, plane_cohesion
+from ..backends.cpu_kernels_law import _contact, contact_law_full, law_of, plane_cohesion
 from ..packing.bvh import KERNEL_OPTIONS
 
 #: Barycentric slack of the swept segment–triangle test (relative to the triangle's size).
@@ -212,8 +212,8 @@ def _clear_slots(i, springs, normals, contact_count):
 @njit(parallel=True, **KERNEL_OPTIONS)
 def collider_forces(pos, vel, radius, mass, material, active, force, vertices, vertex_velocity, triangles,
                     order, box_lo, box_hi, left, start, count, half_thickness, beta_table, mu_table, roll_table,
-                    cohesion_table, stiffness, spring, dt, springs, normals, contact_count, clock, clearance,
-                    clear_from, clear_clock, omega, torque, rotation):
+                    cohesion_table, stiffness, law_table, spring, dt, springs, normals, contact_count, clock,
+                    clearance, clear_from, clear_clock, omega, torque, rotation):
     """Add the force of one collider on every grain to ``force`` (n, 3) [N] (and, with ``rotation``,
     its torque to ``torque`` (n, 3) [N·m], the tangential force acting at the arm r − δ/2, the rolling
     resistance's torque, and the grain's angular velocity ``omega`` (n, 3) [rad/s] entering the slip
@@ -236,6 +236,8 @@ def collider_forces(pos, vel, radius, mass, material, active, force, vertices, v
         roll_table, cohesion_table: Rolling coefficient μ_r (zero without rotation) and SJKR cohesion c
             [Pa] of each material against this collider, float64 (M,).
         stiffness: Normal stiffness k [N/m]; spring: tangential-spring model; dt: step [s].
+        law_table: E*, G* [Pa] and friction cap of each material against the collider, float64 (M, 3)
+            (engine.contact_law.law_tables); no rows for the linear law of ``stiffness`` with Mochi's cap.
         springs: Per grain and slot: tangential spring ξ (columns 0–2) and rolling spring ξ_r (3–5) [m],
             (n, MAX_CONTACTS, 6).
         normals: Per grain and slot: the unit normal the springs were last used with, (n, MAX_CONTACTS, 3).
@@ -245,6 +247,7 @@ def collider_forces(pos, vel, radius, mass, material, active, force, vertices, v
         clear_from, clear_clock: Grain centre (n, 3) [m] and clock [m] when the clearance was measured.
     """
     n = pos.shape[0]
+    tabled = law_table.shape[0] > 0  # Hertz–Mindlin or a peer's friction cap: the full law
     blocks = (n + BLOCK - 1) // BLOCK
     root_lo = box_lo[0]
     root_hi = box_hi[0]
@@ -300,6 +303,7 @@ def collider_forces(pos, vel, radius, mass, material, active, force, vertices, v
             tx_sum = ty_sum = tz_sum = 0.0
             m = np.float64(mass[i])
             mat = material[i]
+            k_or_e, shear, cap_rule = law_of(stiffness, law_table[mat]) if tabled else (stiffness, 0.0, 0)
             for c in range(kept):
                 a = accepted[c]
                 t = cand_tri[a]
@@ -339,7 +343,7 @@ def collider_forces(pos, vel, radius, mass, material, active, force, vertices, v
                 svx = w0 * vertex_velocity[tri[0], 0] + w1 * vertex_velocity[tri[1], 0] + w2 * vertex_velocity[tri[2], 0]
                 svy = w0 * vertex_velocity[tri[0], 1] + w1 * vertex_velocity[tri[1], 1] + w2 * vertex_velocity[tri[2], 1]
                 svz = w0 * vertex_velocity[tri[0], 2] + w1 * vertex_velocity[tri[1], 2] + w2 * vertex_velocity[tri[2], 2]
-                if rotation or cohesion_table[mat] > 0.0:
+                if rotation or cohesion_table[mat] > 0.0 or tabled:
                     overlap = reach - dist
                     r = np.float64(radius[i])
                     cohesive = 0.0
@@ -350,8 +354,9 @@ def collider_forces(pos, vel, radius, mass, material, active, force, vertices, v
                         wx, wy, wz = np.float64(omega[i, 0]), np.float64(omega[i, 1]), np.float64(omega[i, 2])
                     f = contact_law_full(nx, ny, nz, overlap, np.float64(vel[i, 0]) - svx,
                                          np.float64(vel[i, 1]) - svy, np.float64(vel[i, 2]) - svz, wx, wy, wz,
-                                         0.0, 0.0, 0.0, r - 0.5 * overlap, 0.0, r, m, stiffness, beta_table[mat],
-                                         mu_table[mat], roll_table[mat], cohesive, spring, hist, c, dt)
+                                         0.0, 0.0, 0.0, r - 0.5 * overlap, 0.0, r, m, k_or_e, shear, cap_rule,
+                                         beta_table[mat], mu_table[mat], roll_table[mat], cohesive, spring, hist,
+                                         c, dt)
                     fx, fy, fz = f[0], f[1], f[2]
                     tx_sum += f[3]
                     ty_sum += f[4]

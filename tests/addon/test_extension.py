@@ -84,6 +84,19 @@ def test_every_preset_applies_through_the_menu_operator(empty_scene, path):
     assert s.friction_model == preset.friction_model.upper()
 
 
+def test_a_hertz_preset_says_that_blender_keeps_the_linear_law(empty_scene, tmp_path):
+    """The panel has no Hertz law yet: applying a preset that asks for it warns, never drops it silently."""
+    from .conftest import add_domain
+
+    add_domain()
+    path = tmp_path / "hertz.toml"
+    path.write_text('[contact]\nnormal = "hertz"\n[[emitters]]\ntype = "box"\ncount = 5\nlo = [0.1, 0.1, 0.1]\n'
+                    'hi = [0.5, 0.5, 0.5]\nradius = [0.01, 0.01]\n', encoding="utf-8")
+    preset = mochi_module("engine.preset").load_preset(path)
+    notes = mochi_module("addon.operators.presets").apply_preset(preset, empty_scene, None)
+    assert any("normal = 'hertz'" in note and "mochi bake" in note for note in notes)
+
+
 def test_the_preset_menu_lists_the_bundled_presets(mochi):
     folders = mochi_module("addon.operators.presets").preset_folders()
     listed = sorted(p for folder in folders for p in Path(folder).glob("*.toml"))

@@ -176,7 +176,7 @@ def test_forces_equal_cpu_reference(host_library, scene):
     counts = np.zeros(n, np.int8)
     k.collider_forces(grains.positions, grains.velocities, grains.radius, grains.mass, grains.material, grains.active,
                       reference, runtime.vertices, runtime.velocities, triangles, *runtime.tree.arrays(),
-                      0.5 * thickness, beta, mu, np.zeros(2), np.zeros(2), stiffness, False, 1e-4,
+                      0.5 * thickness, beta, mu, np.zeros(2), np.zeros(2), stiffness, np.zeros((0, 3)), False, 1e-4,
                       np.zeros((n, k.MAX_CONTACTS, 6)), np.zeros(shape), counts,
                       0.0, np.full(n, -1.0), np.zeros((n, 3)), np.zeros(n), np.zeros((0, 3), np.float32),
                       np.zeros((0, 3)), False)

@@ -165,7 +165,7 @@ def test_tree_query_matches_brute_force_after_deformation(rng):
         force = np.zeros((n, 3))
         springs = np.zeros((n, kernels.MAX_CONTACTS, 6))
         kernels.collider_forces(*args, force, runtime.vertices, runtime.velocities, collider.triangles, *tree_arrays,
-                                0.002, np.array([0.3]), np.array([0.5]), np.zeros(1), np.zeros(1), 1.0e4, True, 1e-4,
+                                0.002, np.array([0.3]), np.array([0.5]), np.zeros(1), np.zeros(1), 1.0e4, np.zeros((0, 3)), True, 1e-4,
                                 springs, np.zeros((n, kernels.MAX_CONTACTS, 3)), np.zeros(n, np.int8), 0.0, np.full(n, -1.0), np.zeros((n, 3)),
                                 np.zeros(n), np.zeros((0, 3), np.float32), np.zeros((0, 3)), False)
         return force

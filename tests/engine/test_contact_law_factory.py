@@ -13,7 +13,7 @@ DV = (-0.3, 0.2, -0.5)
 
 def _law(law, *, omega=(0.0, 0.0, 0.0), mu=0.5, mu_roll=0.0, cohesive=0.0, spring=False):
     hist = np.zeros((1, 6))
-    f = law(*NORMAL, 1e-4, *DV, *omega, 0.0, 0.0, 0.0, 0.0099, 0.0, 0.01, 0.002, 5000.0, 0.3, mu, mu_roll,
+    f = law(*NORMAL, 1e-4, *DV, *omega, 0.0, 0.0, 0.0, 0.0099, 0.0, 0.01, 0.002, 5000.0, 0.0, 0, 0.3, mu, mu_roll,
             cohesive, spring, hist, 0, 1e-4)
     return np.array(f), hist
 
@@ -35,7 +35,7 @@ def test_flags_on_act():
     assert np.abs(spinning[3:6]).max() > 0 and not np.allclose(spinning[:3], base[:3])
     rolling, hist = _law(contact_law_full, omega=(3.0, -2.0, 1.0), mu_roll=0.2)
     assert hist[0, 3:].any() and not np.allclose(rolling[3:6], spinning[3:6])
-    no_rolling, hist = _law(make_contact_law(rotation=True, rolling=False, cohesion=True),
+    no_rolling, hist = _law(make_contact_law(rotation=True, rolling=False, cohesion=True, tabled=False),
                             omega=(3.0, -2.0, 1.0), mu_roll=0.2)
     assert not hist[0, 3:].any() and np.array_equal(no_rolling, spinning)
 
@@ -52,7 +52,7 @@ def test_full_instance_follows_the_float64_reference():
                                  spring=(0.0, 0.0, 0.0), rolling=(0.0, 0.0, 0.0), dt=1e-4)
     hist = np.zeros((1, 6))
     f = contact_law_full(*n, overlap, *(vi - vj), *wi, *wj, ri - 0.5 * overlap, rj - 0.5 * overlap,
-                         ri * rj / (ri + rj), mi * mj / (mi + mj), 5000.0, 0.3, 0.5, 0.2, 0.0, True, hist, 0, 1e-4)
+                         ri * rj / (ri + rj), mi * mj / (mi + mj), 5000.0, 0.0, 0, 0.3, 0.5, 0.2, 0.0, True, hist, 0, 1e-4)
     force, torque_i, torque_j, spring, rolling = reference
     assert np.allclose(f[:3], force, rtol=1e-9, atol=0)
     assert np.allclose(f[3:6], torque_i, rtol=1e-9, atol=1e-18)

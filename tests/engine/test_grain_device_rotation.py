@@ -262,7 +262,7 @@ def test_collider_torques_equal_the_cpu_reference(collider_library, friction_mod
         ck.collider_forces(grains.positions, grains.velocities, grains.radius, grains.mass, grains.material,
                            grains.active, reference, runtime.vertices, runtime.velocities, triangles,
                            *runtime.tree.arrays(), 0.5 * collider.thickness, beta, mu, roll, cohesion,
-                           stiffness, spring, dt, springs, normals, counts, 0.0, np.full(n, -1.0), np.zeros((n, 3)),
+                           stiffness, np.zeros((0, 3)), spring, dt, springs, normals, counts, 0.0, np.full(n, -1.0), np.zeros((n, 3)),
                            np.zeros(n), omega, reference_torque, True)
 
     pos, vel, force, info = grains.device_arrays()

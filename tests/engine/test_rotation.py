@@ -132,7 +132,7 @@ def test_full_kernel_matches_the_reference_on_random_contacts(rng, friction_mode
         force, torque = np.zeros((2, 3)), np.zeros((2, 3))
         k.pair_forces_full(pos, vel, omega, radius, mass, np.zeros(2, np.int32), np.ones(2, np.uint8),
                            np.array([0, 1, 1], np.int64), np.array([1], np.int32), beta, mu, roll, cohesion,
-                           STIFFNESS, spring, DT, hist, pair_force, pair_torque, force, torque, np.zeros(1, np.uint8),
+                           STIFFNESS, np.zeros((0, 0, 3)), spring, DT, hist, pair_force, pair_torque, force, torque, np.zeros(1, np.uint8),
                            np.full(2, -1, np.int32))
         f, ti, tj, xi_t, xi_r = contact_response(
             pos[0], pos[1], vel[0], vel[1], omega[0], omega[1], float(ri), float(rj), float(mass[0]),
@@ -168,7 +168,7 @@ def test_full_wall_contact_matches_the_reference(rng):
         k.wall_forces_full(np.zeros(1, np.int64), pos, vel, omega, np.array([r]), mass, np.zeros(1, np.int32),
                            np.ones(1, np.uint8), np.zeros(3), np.ones(3), mask, np.array([beta], np.float32),
                            np.array([0.4], np.float32), np.array([0.1], np.float32), np.array([3.0e4]), STIFFNESS,
-                           True, wall_hist, np.zeros(1, np.uint8), DT, force, torque, np.zeros(1, np.uint8))
+                           np.zeros((0, 3)), True, wall_hist, np.zeros(1, np.uint8), DT, force, torque, np.zeros(1, np.uint8))
         k.kick(pos, vel, omega, np.array([[1, 0, 0, 0]], np.float32), force, torque, np.array([r]), mass,
                np.ones(1, np.uint8), np.zeros(3), DT, 0.0, False, True, np.zeros(3), np.ones(3), mask,
                np.zeros((0, 12)), np.zeros(0), acc, alpha, pos.copy())
