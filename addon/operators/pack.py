@@ -45,10 +45,11 @@ def pack_candidates(context) -> list:
 
 
 def packable(objects) -> list:
-    """The objects Pack packs: never a domain or a collider (grains packed inside them would start in a
-    wall), nor Mochi's own previews and playback."""
+    """The objects Pack packs: particle sources only. Never a domain or a collider (grains packed inside
+    them would start in a wall), nor a plain mesh (Bake would not simulate it: a preview of grains that
+    never fall would mislead), nor Mochi's own previews and playback."""
     previews = {o.mochi.pack_preview for o in objects if o.mochi.pack_preview is not None}
-    return [o for o in objects if o.mochi.role not in {"DOMAIN", "COLLIDER"} and o not in previews
+    return [o for o in objects if o.mochi.role == "SOURCE" and o not in previews
             and not o.get("mochi_playback") and not o.name.startswith("Mochi Playback")]
 
 
@@ -75,7 +76,8 @@ def pack_report(scene, counts, left_out: int = 0, sources=()) -> str:
 
     forecast = scene_forecast(scene, counts, sources)
     names = ", ".join(f"'{name}'" for name, _ in counts)
-    skipped = f" ({left_out} domain or collider object{'s' if left_out != 1 else ''} left out)" if left_out else ""
+    skipped = (f" ({left_out} object{'s' if left_out != 1 else ''} that {'are' if left_out != 1 else 'is'} not a "
+               "particle source left out)") if left_out else ""
     return (f"Packed {names} into {forecast.particle_count:,} spheres{skipped}, shown in place of "
             f"{'them' if len(counts) > 1 else 'it'}; {time_sentence(forecast)}.")
 
@@ -87,7 +89,7 @@ _running = None
 
 
 class MOCHI_OT_pack(bpy.types.Operator):
-    """Pack the selected particle sources with spheres as they are at the bake's first frame and show them as a point cloud in place of the mesh (no simulation; domains and colliders are left out)"""
+    """Pack the selected particle sources with spheres as they are at the bake's first frame and show them as a point cloud in place of the mesh (no simulation; objects that are not sources are left out)"""
 
     bl_idname = "mochi.pack"
     bl_label = "Pack"
@@ -123,7 +125,8 @@ class MOCHI_OT_pack(bpy.types.Operator):
         selected = packable(everything)
         if not selected:
             self.report({"ERROR"}, "Pack packs particle sources, and the selection holds only domains, "
-                        "colliders or Mochi's own objects; select a source (or use Quick Grains).")
+                        "colliders, plain meshes or Mochi's own objects; make a mesh a source (Mochi panel, "
+                        "Role: Source) or use Quick Grains.")
             return None
         scene = context.scene
         fps = scene.render.fps / scene.render.fps_base

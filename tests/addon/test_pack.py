@@ -53,6 +53,7 @@ def test_pack_with_nothing_selected(empty_scene):
 def test_pack_a_non_mesh_object(empty_scene):
     bpy.ops.object.empty_add(location=(0, 0, 0))
     empty = bpy.context.object
+    empty.mochi.role = "SOURCE"  # a source that cannot be packed: what it is, in one sentence
     select_only(empty)
     _refused("'Empty' is not a mesh object")
 
@@ -60,6 +61,7 @@ def test_pack_a_non_mesh_object(empty_scene):
 def test_pack_a_zero_volume_mesh(empty_scene):
     bpy.ops.mesh.primitive_plane_add(size=2.0)
     plane = bpy.context.object
+    plane.mochi.role = "SOURCE"
     select_only(plane)
     _refused("Plane")
 
@@ -144,3 +146,19 @@ def test_the_background_pack_gives_the_same_spheres_and_cancels_or_fails_in_one_
     with pytest.raises(RuntimeError) as refused:
         bpy.ops.mochi.pack()
     assert failing.error and failing.error in str(refused.value)
+
+
+def test_a_plain_mesh_is_never_packed(empty_scene):
+    """Only particle sources are packed: a plain mesh would show grains that Bake never simulates. A
+    selection mixing both packs the source and says what it left out."""
+    source = add_source("cube", location=(0.0, 0.0, 1.0), radius=0.1)
+    bpy.ops.mesh.primitive_cube_add(size=1.0, location=(3.0, 0.0, 1.0))
+    plain = bpy.context.object
+    select_only(plain)
+    _refused("plain meshes")
+    assert plain.mochi.pack_preview is None
+    select_only(source, plain)
+    assert bpy.ops.mochi.pack() == {"FINISHED"}
+    assert source.mochi.pack_preview is not None and plain.mochi.pack_preview is None
+    report = mochi_module("addon.operators.pack").pack_report(bpy.context.scene, [("Cube", 10)], left_out=1)
+    assert "1 object that is not a particle source left out" in report
