@@ -53,6 +53,9 @@ def register():
     from .compat import register_cli_command
 
     _cli_handle = register_cli_command("mochi", cli_command)
+    from .preload import start_preload
+
+    start_preload()
 
 
 def unregister():

@@ -7,6 +7,8 @@ read with ``foreach_get``; nothing here runs an operator, so it works from any c
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import bpy
 import numpy as np
 
@@ -173,18 +175,38 @@ def radius_within_budget(context, sources, radius: float, small_ratio: float,
     return radius, estimate
 
 
+def read_plain_obj(path) -> tuple[np.ndarray, np.ndarray]:
+    """(vertices float64 (V, 3), triangles int32 (T, 3), 0-based) of an OBJ of 'v x y z' and 'f a b c'
+    lines only, as the bundled bunny is.
+
+    Not the engine's reader (trimesh, engine.packing.mesh): importing trimesh and numba for the first time
+    froze the window for ~2 s when Add › Mochi Bunny was the first thing an artist did; these ~4,000
+    lines take a few milliseconds. Any other OBJ goes through the engine's reader.
+    """
+    vertices, faces = [], []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        if line.startswith("v "):
+            vertices.append(line.split()[1:4])
+        elif line.startswith("f "):
+            faces.append([word.split("/")[0] for word in line.split()[1:]])
+    if any(len(face) != 3 for face in faces) or not faces:
+        from ..engine.packing.mesh import load_mesh_file
+
+        arrays = load_mesh_file(path)
+        return np.asarray(arrays.vertices, np.float64), np.asarray(arrays.triangles, np.int32)
+    return np.array(vertices, np.float64), np.array(faces, np.int32) - 1
+
+
 def bunny_mesh(name: str = "Mochi Bunny") -> bpy.types.Mesh:
     """The bundled Stanford bunny (presets/bunny.obj, +Y up) as a Z-up Blender mesh ``BUNNY_HEIGHT``
     tall, its origin at the middle of its base."""
-    from ..engine.packing.mesh import load_mesh_file
     from ..engine.resources import data_dir
 
-    arrays = load_mesh_file(data_dir("presets") / "bunny.obj")
-    v = np.asarray(arrays.vertices, np.float64)
+    vertices, triangles = read_plain_obj(data_dir("presets") / "bunny.obj")
+    v = vertices
     v = np.stack([v[:, 0], -v[:, 2], v[:, 1]], axis=1)  # +Y up → +Z up (x, y, z) → (x, −z, y)
     lo, hi = v.min(axis=0), v.max(axis=0)
     v = (v - [0.5 * (lo[0] + hi[0]), 0.5 * (lo[1] + hi[1]), lo[2]]) * (BUNNY_HEIGHT / (hi[2] - lo[2]))
-    triangles = np.asarray(arrays.triangles, np.int32)
     mesh = bpy.data.meshes.new(name)
     mesh.vertices.add(len(v))
     mesh.vertices.foreach_set("co", v.astype(np.float32).ravel())
