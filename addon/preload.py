@@ -1,7 +1,7 @@
 """Importing the engine's heavy dependencies in the background when an interactive Blender starts.
 
-The engine's first use in a session imports numba, llvmlite, scipy and trimesh with the engine's packing
-and scene modules: about 1.3 s on the 2-core machine, during which the window did not respond, in
+The engine's first use in a session imports numba, llvmlite and scipy with the engine's packing and
+scene modules: about 1.3 s on the 2-core machine, during which the window did not respond, in
 whichever operator came first (Quick Grains, Add › Mochi Bunny, Pack's confirmation; measured by
 ``benchmarks/ui_freeze.py``). A daemon thread started at registration imports them while the artist
 looks around; an operator that needs one before the thread is done waits only for the rest of that
@@ -16,7 +16,7 @@ from importlib import import_module
 
 import bpy
 
-#: The engine modules the first operators import, with numba, scipy and trimesh behind them.
+#: The engine modules the first operators import, with numba and scipy behind them.
 MODULES = ("engine.packing", "engine.scene", "engine.budget", "engine.looks", "engine.estimate")
 
 
