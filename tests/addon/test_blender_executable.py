@@ -339,6 +339,32 @@ def test_quick_grains_in_the_window(installed_user, tmp_path):
             shutil.copy2(out / f"{name}.png", Path(target) / f"{name}.png")
 
 
+@pytest.mark.skipif(shutil.which("xvfb-run") is None or shutil.which("xdotool") is None,
+                    reason="needs Xvfb (xvfb-run) and xdotool")
+def test_the_confirmations_answered_with_keys_in_the_window(installed_user, tmp_path):
+    """Pack above the grain budget and a long benchmark preset ask first, in a real window; Esc changes
+    nothing, Return goes on (tests/addon/ui_bake_button.py, mode 'dialogs')."""
+    out = tmp_path / "ui"
+    out.mkdir()
+    command = ["xvfb-run", "--auto-servernum", "--server-args", "-screen 0 1100x1350x24",
+               bpy.app.binary_path, "--python", str(UI_SCRIPT), "--", str(out), "dialogs"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=500,
+                            env={**os.environ, "BLENDER_USER_RESOURCES": str(installed_user)})
+    log = result.stdout[-4000:] + result.stderr[-4000:]
+    assert (out / "report.json").is_file(), log
+    report = json.loads((out / "report.json").read_text())
+    assert report["error"] is None, report["error"] + log
+    steps = {step["step"]: step for step in report["steps"]}
+    # The question was asked (the operator waits in its popup), not packed at once.
+    assert steps["invoke pack, then Escape"]["result"] != ["FINISHED"]
+    assert steps["pack after Escape"]["packed"] == 0
+    assert steps["pack after Return"]["packed"] > 10
+    before = steps["invoke preset, then Escape"]["before"]
+    assert [steps["preset after Escape"]["mode"], steps["preset after Escape"]["dt"]] == before
+    assert steps["preset after Return"]["mode"] == "FIXED"
+    assert steps["preset after Return"]["dt"] == pytest.approx(2e-6)
+
+
 #: A paddle keyed to sweep through a heap of grains: a 0.1 m thick plate as wide as the box (3 m) and 1 m
 #: tall, resting at x = PADDLE_FROM until frame 12, then moving at a constant speed to x = PADDLE_TO at
 #: frame 36, where it stays. The grains fall from a 0.6 m cube right of it, onto the box's floor.

@@ -224,7 +224,55 @@ def quick_grains_steps():
     screenshot("bake_state_out_of_date")
 
 
-steps = quick_grains_steps() if "quick_grains" in sys.argv[sys.argv.index("--"):] else run_steps()
+def dialog_steps():
+    """The confirmations Pack and Apply Preset ask (``invoke_confirm``), answered with real keys: Esc
+    leaves everything as it was, Return goes on. Quick Grains on the startup cube first; the grain budget
+    set to 10, so that Pack asks; the freefall benchmark (20,000 steps a frame) over 'Ask Before Bakes
+    Longer Than' set to 1 minute, so that it asks."""
+    from importlib import import_module
+
+    scene = bpy.context.scene
+    cube = scene.objects["Cube"]
+    bpy.context.view_layer.objects.active = cube
+    cube.select_set(True)
+    override = properties_override()
+    window = override["window"]
+    subprocess.run(["xdotool", "mousemove", "--sync", str(window.x + window.width // 2),
+                    str(window.height // 2)], check=True)
+    override["area"].spaces.active.context = "PHYSICS"
+    with bpy.context.temp_override(**override):
+        bpy.ops.mochi.quick_grains()
+    preferences = bpy.context.preferences.addons[PACKAGE].preferences
+    preferences.confirm_grains, preferences.confirm_minutes = 10, 1.0
+    bpy.context.view_layer.objects.active = cube
+    yield 1.0
+    for key in ("Escape", "Return"):
+        with bpy.context.temp_override(**properties_override()):
+            log(f"invoke pack, then {key}", result=sorted(bpy.ops.mochi.pack("INVOKE_DEFAULT")))
+        yield 1.0  # the question is drawn
+        subprocess.run(["xdotool", "key", key], check=True)
+        yield 2.0
+        running = import_module(f"{PACKAGE}.addon.operators.pack")._running
+        while running is not None and not running.finished:
+            yield 0.1
+        yield 0.5  # the modal operator's last timer event shows the preview
+        preview = cube.mochi.pack_preview
+        log(f"pack after {key}", packed=len(preview.data.vertices) if preview is not None else 0)
+    freefall = str(Path(import_module(f"{PACKAGE}.engine.resources").data_dir("presets")) / "freefall.toml")
+    for key in ("Escape", "Return"):
+        before = (scene.mochi.timestep_mode, scene.mochi.dt)
+        with bpy.context.temp_override(**properties_override()):
+            log(f"invoke preset, then {key}", before=list(before),
+                result=sorted(bpy.ops.mochi.preset_apply("INVOKE_DEFAULT", filepath=freefall)))
+        yield 1.0
+        subprocess.run(["xdotool", "key", key], check=True)
+        yield 1.0
+        log(f"preset after {key}", mode=scene.mochi.timestep_mode, dt=scene.mochi.dt)
+
+
+arguments = sys.argv[sys.argv.index("--"):]
+steps = (quick_grains_steps() if "quick_grains" in arguments else dialog_steps() if "dialogs" in arguments
+         else run_steps())
 
 
 def tick():
