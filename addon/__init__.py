@@ -27,8 +27,10 @@ _cli_handle = None
 def _stop_bake_before_load(*_args):
     """A file is about to be loaded: the running bake belongs to the old one, so stop it cleanly."""
     from .bake_job import stop_all
+    from .pre_bake_estimate import stop_measurement
 
     stop_all()
+    stop_measurement()
 
 
 @bpy.app.handlers.persistent
@@ -61,8 +63,10 @@ def register():
 def unregister():
     global _cli_handle
     from .bake_job import stop_all
+    from .pre_bake_estimate import stop_measurement
 
     stop_all()
+    stop_measurement()
     if _cli_handle is not None:
         bpy.utils.unregister_cli_command(_cli_handle)
         _cli_handle = None

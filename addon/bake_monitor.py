@@ -116,6 +116,9 @@ def start_bake(context, *, resume: bool, frames: int | None = None, backend: str
 
     if bake_job.current_job() is not None:
         raise MochiError("A Mochi bake is already running; cancel it or wait for it to finish.")
+    from .pre_bake_estimate import stop_measurement
+
+    stop_measurement()  # the bake measures again; the two would share the CPU
     scene = context.scene
     total = frames if frames is not None else scene.mochi.frame_count()
     if not resume:

@@ -230,8 +230,9 @@ def backend_name(scene: bpy.types.Scene, override: str | None = None) -> str:
 
 
 def scene_blender_to_settings(context, *, frame_count: int | None = None,
-                              with_colliders: bool = True) -> BakeSettings:
-    """Snapshot everything a bake needs from the scene.
+                              with_colliders: bool = True, with_cache_folder: bool = True) -> BakeSettings:
+    """Snapshot everything a bake needs from the scene (``with_cache_folder=False``: all but where it
+    writes, for what needs no folder, e.g. measuring the bake time of an unsaved file).
 
     Raises:
         MochiError: no particle source, no or several domains, a source or collider that is not a mesh,
@@ -263,7 +264,8 @@ def scene_blender_to_settings(context, *, frame_count: int | None = None,
         stiffness=None if s.use_auto_stiffness else s.stiffness,
         friction_model=s.friction_model.lower(),
         rebuild_interval=s.rebuild_interval, backend=s.backend, fps=fps, frame_start=s.frame_start,
-        frame_count=frames, seed=s.seed, cache_folder=cache_folder(scene), scene_name=scene.name,
+        frame_count=frames, seed=s.seed, cache_folder=cache_folder(scene) if with_cache_folder else Path(),
+        scene_name=scene.name,
         blend_file=bpy.data.filepath, rotation=bool(s.rotation), integrator=s.integrator.lower())
     if s.use_rotating_gravity and not any(s.gravity_axis):
         raise MochiError("The rotating gravity axis is zero; give it a direction.")

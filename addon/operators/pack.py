@@ -214,7 +214,12 @@ class MOCHI_OT_pack(bpy.types.Operator):
         if job.cancel_requested:
             self.report({"WARNING"}, "Pack cancelled; nothing was changed.")
             return {"CANCELLED"}
-        return self._show(context, job.sources, job.results)
+        result = self._show(context, job.sources, job.results)
+        if result == {"FINISHED"}:
+            from ..pre_bake_estimate import start_measurement
+
+            start_measurement(context)  # the bake time, measured before Bake is pressed
+        return result
 
     def cancel(self, context):
         """Blender ends the modal operator (a file loaded, the window closed): stop the worker too."""

@@ -135,7 +135,7 @@ class MOCHI_PT_bake(_PhysicsPanel, bpy.types.Panel):
         from ..bake_job import current_job
         from ..bake_state import bake_state
         from ..snapshot import default_cache_directory
-        from .status import draw_estimate, progress_of
+        from .status import draw_estimate, draw_time_before_bake, progress_of
 
         layout = self.layout
         layout.use_property_split = True
@@ -157,7 +157,10 @@ class MOCHI_PT_bake(_PhysicsPanel, bpy.types.Panel):
             row.operator("mochi.bake_cancel", text="", icon="CANCEL")
             draw_estimate(layout, job)
             return
-        self.draw_state(layout, bake_state(context))
+        state = bake_state(context)
+        if state.kind == "IDLE":
+            draw_time_before_bake(layout, context)
+        self.draw_state(layout, state)
 
     @staticmethod
     def draw_state(layout, state):

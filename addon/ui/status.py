@@ -34,6 +34,53 @@ def draw_estimate(layout, job) -> None:
         row.operator("mochi.bake_cancel", text="Cancel", icon="CANCEL")
 
 
+_rough: tuple | None = None  # (key, line or None): the rough time until the scene changes
+
+
+def rough_time_line(context) -> str | None:
+    """'Bake time ≈ 3 min (rough, from the grain count: Pack measures it)', or None when it cannot be told
+    before packing (no domain, a source sized by count...)."""
+    global _rough
+    from .. import bake_state
+    from ..grain_budget import forecast_sources, format_duration
+
+    scene = context.scene
+    key = (scene.name, bake_state._revision, scene.frame_current, scene.mochi.frame_count())
+    if _rough is None or _rough[0] != key:
+        line = None
+        try:
+            sources = [o for o in scene.objects if o.mochi.role == "SOURCE"]
+            seconds = forecast_sources(context, sources).rough_seconds if sources else None
+            if seconds is not None:
+                line = f"Bake time ≈ {format_duration(seconds)} (rough, from the grain count: Pack measures it)"
+        except Exception:  # noqa: BLE001 - a panel must draw; Pack and Bake say what is wrong
+            line = None
+        _rough = (key, line)
+    return _rough[1]
+
+
+def draw_time_before_bake(layout, context) -> None:
+    """Before Bake is pressed: the bake time measured after Pack (addon.pre_bake_estimate) while the scene
+    is as measured, else the rough count-based one."""
+    from ...engine.estimate import format_duration
+    from ..pre_bake_estimate import measurement_for
+
+    measurement = measurement_for(context)
+    col = layout.column(align=True)
+    if measurement is not None and not measurement.finished:
+        col.label(text="Measuring the bake time (a few steps of the packed scene)...", icon="TIME")
+        return
+    if measurement is not None and measurement.estimate is not None:
+        e = measurement.estimate
+        col.label(text=f"Bake time ≈ {format_duration(e.bake_seconds)} (measured after Pack)", icon="TIME")
+        col.label(text=f"{e.particle_count:,} grains, {e.frames} frames × {e.steps_per_frame:,} steps, {e.backend}",
+                  icon="BLANK1")
+        return
+    line = rough_time_line(context)
+    if line is not None:
+        col.label(text=line, icon="TIME")
+
+
 def draw_status(self, _context):
     from ..bake_job import current_job
 
