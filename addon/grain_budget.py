@@ -74,9 +74,10 @@ def scene_steps_per_frame(scene, sources=()) -> tuple[int | None, bool]:
 
 def automatic_steps_per_frame(scene, sources) -> int | None:
     """The steps per frame 'auto' will choose for ``sources``, with the stiffness the scene sets or
-    'auto': each source's grain sizes and material, falling as a block from its lowest point to the
-    domain's wall along gravity (as engine.scene counts a packed object; colliders and fields left out),
-    at its initial speed. None without one domain, or with a source sized by its count."""
+    'auto' (with Hertz–Mindlin, the sources' and walls' Young's moduli): each source's grain sizes and
+    material, falling as a block from its lowest point to the domain's wall along gravity (as engine.scene
+    counts a packed object; colliders and fields left out), at its initial speed. None without one domain,
+    or with a source sized by its count."""
     import numpy as np
 
     from ..engine.errors import MochiError
@@ -98,11 +99,13 @@ def automatic_steps_per_frame(scene, sources) -> int | None:
     lo, hi = np.asarray(domain.lo), np.asarray(domain.hi)
     g = np.asarray(s.gravity, np.float64)
     g_norm = float(np.linalg.norm(g))
-    radius, density, fall, speed = [], [], 0.0, 0.0
+    radius, density, youngs, poisson, fall, speed = [], [], [], [], 0.0, 0.0
     for source in sources:
         sizes = {float(source.radius), float(source.radius) * float(source.small_ratio)}
         radius += sorted(sizes)
         density += [float(source.density)] * len(sizes)
+        youngs += [float(source.youngs_modulus)] * len(sizes)
+        poisson += [float(source.poisson_ratio)] * len(sizes)
         points = place_vertices(source.vertices, transform=source.matrix_world).astype(np.float64)
         reach = float(np.linalg.norm(points - np.asarray(source.pivot), axis=1).max()) if len(points) else 0.0
         speed = max(speed, float(np.linalg.norm(source.linear_velocity))
@@ -115,11 +118,15 @@ def automatic_steps_per_frame(scene, sources) -> int | None:
         fall = float(size.max())
     column = float(size.max()) if turning or g_norm == 0.0 else float(np.abs(g / g_norm) @ size)
     restitution = max([float(source.restitution) for source in sources] + [float(domain.wall_restitution)])
+    hertz = s.contact_law == "HERTZ"  # the moduli set the stiffness then, as the snapshot passes it
+    law = dict(youngs_modulus=youngs, poisson_ratio=poisson,
+               wall_moduli=(float(domain.wall_youngs_modulus), float(domain.wall_poisson_ratio))) if hertz else {}
     try:
         return steps_per_frame_before_packing(
             fps=scene.render.fps / scene.render.fps_base, dt=None, substeps=None,
-            stiffness=None if s.use_auto_stiffness else s.stiffness, radius=radius, density=density,
-            restitution=restitution, fall_height=fall, initial_speed=speed, gravity=g_norm, column_height=column)
+            stiffness=None if s.use_auto_stiffness or hertz else s.stiffness, radius=radius, density=density,
+            restitution=restitution, fall_height=fall, initial_speed=speed, gravity=g_norm, column_height=column,
+            **law)
     except MochiError:
         return None
 

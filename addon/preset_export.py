@@ -95,7 +95,9 @@ def settings_to_preset(settings: BakeSettings, *, name: str, description: str = 
         emitters.append(_emitter(index, source, sim.seed + index, path))
         materials.append({"name": source.name, "density": float(source.density),
                           "restitution": float(source.restitution), "friction": float(source.friction),
-                          "rolling_friction": float(source.rolling_friction), "cohesion": float(source.cohesion)})
+                          "rolling_friction": float(source.rolling_friction), "cohesion": float(source.cohesion),
+                          "youngs_modulus": float(source.youngs_modulus),
+                          "poisson_ratio": float(source.poisson_ratio)})
     colliders = []
     for collider in settings.colliders:
         path = mesh_path(collider.name)
@@ -114,12 +116,14 @@ def settings_to_preset(settings: BakeSettings, *, name: str, description: str = 
         "scene": {"name": name, "description": description, "fps": float(sim.fps), "frames": int(sim.frame_count),
                   "seed": int(sim.seed), "up": "z"},
         "time": time,
-        "contact": {"friction_model": sim.friction_model, "rotation": bool(sim.rotation),
-                    "integrator": sim.integrator},
+        "contact": {"normal": sim.contact_normal, "friction_model": sim.friction_model,
+                    "rotation": bool(sim.rotation), "integrator": sim.integrator},
         "domain": {"lo": _vector(dom.lo), "hi": _vector(dom.hi), "open": list(dom.open_sides),
                    "wall_restitution": float(dom.wall_restitution), "wall_friction": float(dom.wall_friction),
                    "wall_rolling_friction": float(dom.wall_rolling_friction),
-                   "wall_cohesion": float(dom.wall_cohesion)},
+                   "wall_cohesion": float(dom.wall_cohesion),
+                   "wall_youngs_modulus": float(dom.wall_youngs_modulus),
+                   "wall_poisson_ratio": float(dom.wall_poisson_ratio)},
         "gravity": gravity,
         "materials": materials,
         "emitters": emitters,

@@ -40,6 +40,8 @@ class SourceSettings:
         cohesion: SJKR cohesion [Pa] ("Stickiness").
         body: 'loose', 'glued' or 'rigid' (engine.model.Body).
         glue_strength: Break stress of a glued object's bonds [Pa] ("Glue").
+        youngs_modulus: Young's modulus E [Pa] of the grains (Hertz–Mindlin only).
+        poisson_ratio: Poisson's ratio ν of the grains, in [0, 0.5) (Hertz–Mindlin only).
         linear_velocity: Initial velocity of the object's origin [m/s], (x, y, z).
         angular_velocity: Initial angular velocity about the origin [rad/s], (x, y, z).
         pivot: World position of the object's origin [m], (x, y, z).
@@ -63,6 +65,8 @@ class SourceSettings:
     cohesion: float = 0.0
     body: str = "loose"
     glue_strength: float = 1.0e5
+    youngs_modulus: float = 5.0e6
+    poisson_ratio: float = 0.3
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,8 @@ class DomainSettings:
         wall_friction: Friction coefficient of particle–wall contacts.
         wall_rolling_friction: Rolling-resistance coefficient of the walls.
         wall_cohesion: Cohesion of the walls [Pa].
+        wall_youngs_modulus: Young's modulus E [Pa] of the walls and mesh colliders (Hertz–Mindlin only).
+        wall_poisson_ratio: Poisson's ratio ν of the walls and mesh colliders (Hertz–Mindlin only).
     """
 
     name: str
@@ -88,6 +94,8 @@ class DomainSettings:
     wall_friction: float
     wall_rolling_friction: float = 0.0
     wall_cohesion: float = 0.0
+    wall_youngs_modulus: float = 5.0e6
+    wall_poisson_ratio: float = 0.3
 
 
 @dataclass(frozen=True, eq=False)
@@ -147,7 +155,8 @@ class SimulationSettings:
         gravity_rate: Turning rate [rad/s].
         dt: Time step [s], or None for automatic.
         substeps: Steps per frame, or None (automatic, or derived from ``dt``).
-        stiffness: Contact stiffness [N/m], or None for automatic.
+        stiffness: Contact stiffness [N/m] of the linear law, or None for automatic (always None with
+            Hertz–Mindlin, whose stiffness comes from the Young's moduli).
         friction_model: 'spring' (static friction, history per contact) or 'damper' (history-free), both
             on every backend, see ``engine.model.Physics``.
         rebuild_interval: Steps between two rebuilds of the collision structure.
@@ -163,6 +172,8 @@ class SimulationSettings:
             objects', as ``addon.force_fields`` translates them.
         rotation: Grains rotate (False: the paper's non-rotating model).
         integrator: 'verlet' or 'euler'.
+        contact_normal: 'hooke' (the linear law) or 'hertz' (Hertz–Mindlin from the sources' and the
+            domain's Young's moduli and Poisson's ratios; CPU backend only), see ``engine.model.Physics``.
     """
 
     gravity: tuple[float, float, float]
@@ -184,6 +195,7 @@ class SimulationSettings:
     fields: tuple = ()
     rotation: bool = True
     integrator: str = "verlet"
+    contact_normal: str = "hooke"
 
 
 @dataclass(frozen=True)
@@ -299,13 +311,15 @@ def setup_from_settings(settings: BakeSettings):
         material_index.append(np.full(len(packed.radius), index, np.int32))
         materials.append(Material(name=source.name, density=source.density,
                                   restitution=source.restitution, friction=source.friction,
-                                  rolling_friction=source.rolling_friction, cohesion=source.cohesion))
+                                  rolling_friction=source.rolling_friction, cohesion=source.cohesion,
+                                  youngs_modulus=source.youngs_modulus, poisson_ratio=source.poisson_ratio))
     material_index = np.concatenate(material_index)
     gravity = Gravity(vector=sim.gravity, rotation_axis=sim.gravity_axis,
                       rotation_rate=sim.gravity_rate if sim.gravity_axis is not None else 0.0)
     domain = Domain(lo=dom.lo, hi=dom.hi, open_sides=dom.open_sides,
                     wall_restitution=dom.wall_restitution, wall_friction=dom.wall_friction,
-                    wall_rolling_friction=dom.wall_rolling_friction, wall_cohesion=dom.wall_cohesion)
+                    wall_rolling_friction=dom.wall_rolling_friction, wall_cohesion=dom.wall_cohesion,
+                    wall_youngs_modulus=dom.wall_youngs_modulus, wall_poisson_ratio=dom.wall_poisson_ratio)
     setup = setup_from_arrays(
         positions=np.concatenate(positions), radius=np.concatenate(radii),
         velocities=np.concatenate(velocities), angular_velocities=np.concatenate(spins),
@@ -314,7 +328,7 @@ def setup_from_settings(settings: BakeSettings):
         fields=tuple(sim.fields), dt=sim.dt, substeps=sim.substeps, stiffness=sim.stiffness, fps=sim.fps,
         rebuild_interval=sim.rebuild_interval, seed=sim.seed, name=sim.scene_name or "Blender scene",
         colliders=colliders_from_settings(settings), friction_model=sim.friction_model,
-        rotation=sim.rotation, integrator=sim.integrator,
+        rotation=sim.rotation, integrator=sim.integrator, contact_normal=sim.contact_normal,
         bodies=tuple(Body(object_id=index, kind=source.body, glue_strength=source.glue_strength)
                      for index, source in enumerate(settings.sources) if source.body != "loose"))
     return replace(setup, notes=setup.notes + tuple(notes)) if notes else setup

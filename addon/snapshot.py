@@ -96,7 +96,7 @@ def _source_settings(obj, context, frame_start: int, fps: float) -> SourceSettin
         density=s.density, restitution=s.restitution, friction=s.friction,
         linear_velocity=linear, angular_velocity=angular, pivot=pivot,
         rolling_friction=s.rolling_friction, cohesion=s.cohesion, body=s.body.lower(),
-        glue_strength=s.glue_strength)
+        glue_strength=s.glue_strength, youngs_modulus=s.youngs_modulus, poisson_ratio=s.poisson_ratio)
 
 
 def domain_blender_to_settings(obj: bpy.types.Object) -> DomainSettings:
@@ -109,7 +109,8 @@ def domain_blender_to_settings(obj: bpy.types.Object) -> DomainSettings:
     return DomainSettings(name=obj.name, lo=tuple(map(float, lo)), hi=tuple(map(float, hi)),
                           open_sides=tuple(sorted(s.open_sides)), wall_restitution=s.wall_restitution,
                           wall_friction=s.wall_friction, wall_rolling_friction=s.wall_rolling_friction,
-                          wall_cohesion=s.wall_cohesion)
+                          wall_cohesion=s.wall_cohesion, wall_youngs_modulus=s.wall_youngs_modulus,
+                          wall_poisson_ratio=s.wall_poisson_ratio)
 
 
 def _vector(values):
@@ -261,8 +262,9 @@ def scene_blender_to_settings(context, *, frame_count: int | None = None,
         gravity_rate=s.gravity_rate if s.use_rotating_gravity else 0.0,
         dt=s.dt if s.timestep_mode == "FIXED" else None,
         substeps=s.substeps if s.timestep_mode == "SUBSTEPS" else None,
-        stiffness=None if s.use_auto_stiffness else s.stiffness,
-        friction_model=s.friction_model.lower(),
+        # Hertz–Mindlin takes its stiffness from the Young's moduli; the engine refuses a given one.
+        stiffness=None if s.use_auto_stiffness or s.contact_law == "HERTZ" else s.stiffness,
+        friction_model=s.friction_model.lower(), contact_normal=s.contact_law.lower(),
         rebuild_interval=s.rebuild_interval, backend=s.backend, fps=fps, frame_start=s.frame_start,
         frame_count=frames, seed=s.seed, cache_folder=cache_folder(scene) if with_cache_folder else Path(),
         scene_name=scene.name,

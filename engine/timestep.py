@@ -209,13 +209,17 @@ def fixed_steps_per_frame(*, fps: float, dt: float | None = None, substeps: int 
 
 def steps_per_frame_before_packing(*, fps: float, dt: float | None, substeps: int | None, stiffness: float | None,
                                    radius, density, restitution: float, fall_height: float, initial_speed: float,
-                                   gravity: float, column_height: float) -> int:
+                                   gravity: float, column_height: float, youngs_modulus=None, poisson_ratio=None,
+                                   wall_moduli: tuple[float, float] = (5.0e6, 0.3)) -> int:
     """The steps per frame ``choose_time_step`` will choose for grains not packed yet [steps].
 
     'auto' depends on the grains only through the lightest one and the largest m/r² (the largest grain of
-    the densest material), so one grain of each size and material stands for a whole packing. The fall
-    and the initial speed are the caller's bound (engine.scene measures them on the packed grains, and
-    counts colliders and fields, which this leaves out).
+    the densest material), so one grain of each size and material stands for a whole packing. With
+    Hertz–Mindlin it depends on the lightest grain of each material against the lightest of every other
+    and the walls (``hertz_contacts``), and on the smallest grain's Rayleigh time: each size counted as a
+    material of its own gives those pairs among its own, and the quickest of them is the smallest sizes'
+    pair, as after packing. The fall and the initial speed are the caller's bound (engine.scene measures
+    them on the packed grains, and counts colliders and fields, which this leaves out).
 
     Args:
         radius: Radius of each grain size [m], shape (k,).
@@ -223,17 +227,32 @@ def steps_per_frame_before_packing(*, fps: float, dt: float | None, substeps: in
         restitution: Largest restitution of the scene's contacts.
         fall_height: Fall before the grains hit something [m]; initial_speed: fastest start [m/s].
         gravity: Gravity's magnitude [m/s²]; column_height: the domain along gravity [m].
+        youngs_modulus: Hertz–Mindlin only: Young's modulus of each size's material [Pa], shape (k,); None
+            for the linear law (``stiffness``).
+        poisson_ratio: Hertz–Mindlin only: Poisson's ratio of each size's material, shape (k,).
+        wall_moduli: Hertz–Mindlin only: (Young's modulus [Pa], Poisson's ratio) of the walls and colliders.
 
     Raises:
-        MochiError: as ``choose_time_step`` (a dt that would blow up...).
+        MochiError: as ``choose_time_step`` (a dt that would blow up, a stiffness given with Hertz...).
     """
     r = np.asarray(radius, np.float64)
     # float32, as engine.model.particle_masses and the model's radii.
     mass = (np.asarray(density, np.float64) * (4.0 / 3.0 * math.pi) * r ** 3).astype(np.float32)
     impact = expected_impact_speed(initial_speed, gravity, fall_height)
+    hertz = {}
+    if youngs_modulus is not None:
+        from .model import Material
+
+        columns = (np.broadcast_to(x, r.shape) for x in (density, youngs_modulus, poisson_ratio))
+        materials = tuple(Material(density=float(d), youngs_modulus=float(e), poisson_ratio=float(v))
+                          for d, e, v in zip(*columns))
+        index = np.arange(len(r), dtype=np.int32)
+        r32 = r.astype(np.float32)
+        hertz = {"hertz": hertz_contacts(materials, wall_moduli[0], wall_moduli[1], mass, r32, index),
+                 "rayleigh": rayleigh_time(materials, r32, index)}
     return choose_time_step(dt=dt, stiffness=stiffness, substeps=substeps, fps=fps, mass=mass,
                             radius=r.astype(np.float32), impact_speed=impact, restitution=restitution,
-                            gravity=gravity, column_height=column_height).steps_per_frame
+                            gravity=gravity, column_height=column_height, **hertz).steps_per_frame
 
 
 def choose_time_step(*, dt: float | None, stiffness: float | None, substeps: int | None, fps: float,

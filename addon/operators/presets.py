@@ -3,9 +3,10 @@ as a preset (addon.preset_export) into the user's preset folder, and remove user
 
 Presets are written in the engine's frame, Y up; Blender is Z up, so vectors and box sides are turned
 by +90° about X on the way in (engine (x, y, z) → Blender (x, −z, y)). A preset's emitters and domain
-box are scene content and stay as they are; its settings (time, gravity, walls, first material, frame
-count in the scene's frame rate, which it never changes, seed) and its fields (the engine's in the Fields panel, Blender's kinds as force-field
-objects) are applied.
+box are scene content and stay as they are; its settings (time, gravity, contact law, walls, first material,
+frame count in the scene's frame rate, which it never changes, seed) and its fields (the engine's in the Fields
+panel, Blender's kinds as force-field objects) are applied. A peer's friction cap, which the panel does not
+hold, is named in a warning.
 """
 
 from __future__ import annotations
@@ -148,6 +149,7 @@ def apply_preset(preset, scene: bpy.types.Scene, active: bpy.types.Object | None
         s.timestep_mode, s.substeps = "SUBSTEPS", preset_substeps_in_scene(preset, scene_fps)
     else:
         s.timestep_mode = "AUTO"
+    s.contact_law = preset.contact_normal.upper()
     s.use_auto_stiffness = preset.stiffness is None
     if preset.stiffness is not None:
         s.stiffness = preset.stiffness
@@ -167,6 +169,8 @@ def apply_preset(preset, scene: bpy.types.Scene, active: bpy.types.Object | None
             obj.mochi.wall_friction = preset.wall_friction
             obj.mochi.wall_rolling_friction = preset.wall_rolling_friction
             obj.mochi.wall_cohesion = preset.wall_cohesion
+            obj.mochi.wall_youngs_modulus = preset.wall_youngs_modulus
+            obj.mochi.wall_poisson_ratio = preset.wall_poisson_ratio
     if preset.materials and active is not None and active.mochi.role == "SOURCE":
         material = preset.materials[0]
         active.mochi.density = material["density"]
@@ -174,15 +178,17 @@ def apply_preset(preset, scene: bpy.types.Scene, active: bpy.types.Object | None
         active.mochi.friction = material["friction"]
         active.mochi.rolling_friction = material["rolling_friction"]
         active.mochi.cohesion = material["cohesion"]
+        active.mochi.youngs_modulus = material["youngs_modulus"]
+        active.mochi.poisson_ratio = material["poisson_ratio"]
         if preset.emitters:
             active.mochi.body = preset.emitters[0].body.upper()
             active.mochi.glue_strength = preset.emitters[0].glue_strength
     notes = []
-    if preset.contact_normal != "hooke" or preset.friction_cap != "clipped":
-        # Not in the panel yet: say so rather than drop it silently.
-        notes.append(f"The preset's contact law (normal = '{preset.contact_normal}', friction_cap = "
-                     f"'{preset.friction_cap}') is not in Blender's Mochi panel yet: this scene keeps the linear "
-                     "law; bake the preset itself with 'mochi bake' to use it.")
+    if preset.friction_cap != "clipped":
+        # A peer's cap is for comparisons with that peer, not in the panel: say so rather than drop it silently.
+        notes.append(f"The preset's friction cap (friction_cap = '{preset.friction_cap}', for comparisons with "
+                     "another DEM code) is not in Blender's Mochi panel: this scene keeps Mochi's own cap; bake the "
+                     "preset itself with 'mochi bake' to use it.")
     return notes + fields_engine_to_blender(tuple(ForceField(**f) for f in preset.fields), scene,
                                             to_blender=to_blender, name=preset.name)
 

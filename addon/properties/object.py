@@ -71,6 +71,16 @@ class MochiObjectSettings(bpy.types.PropertyGroup):
         "this value times their contact area, like damp sand, snow or sugar. With the linear contact "
         "spring it only holds grains together above stiffness / (2π × radius); below that it softens contacts",
         default=0.0, min=0.0, soft_min=0.0, soft_max=1.0e6)
+    youngs_modulus: FloatProperty(
+        name="Young's Modulus", description="Stiffness of the grains' material in pascals (Pa), for the "
+        "Hertz–Mindlin contact law (unused by the linear one). DEM softens real solids (quartz: 7e10 Pa) to "
+        "about 1e6–1e8 Pa: a softer material lets grains overlap more and bakes with fewer steps",
+        default=5.0e6, min=1.0, max=1.0e13, soft_min=1.0e4, soft_max=1.0e11)
+    poisson_ratio: FloatProperty(
+        name="Poisson's Ratio", description="Poisson's ratio of the grains' material (dimensionless, 0 to "
+        "0.5), for the Hertz–Mindlin contact law: how much it bulges sideways when squeezed (glass and sand "
+        "about 0.25, rubber near 0.5)",
+        default=0.3, min=0.0, max=0.4999, soft_min=0.0, soft_max=0.4999)
     body: EnumProperty(
         name="Body", description="How the grains packed from this object hold together",
         items=(("LOOSE", "Loose", "Every grain moves on its own"),
@@ -113,6 +123,14 @@ class MochiObjectSettings(bpy.types.PropertyGroup):
         name="Wall Stickiness", description="Cohesion of the walls in pascals (Pa); a grain sticks to a wall "
         "with the smaller of the two Stickiness values",
         default=0.0, min=0.0, soft_min=0.0, soft_max=1.0e6)
+    wall_youngs_modulus: FloatProperty(
+        name="Wall Young's Modulus", description="Young's modulus of the walls and of every collider in "
+        "pascals (Pa), for the Hertz–Mindlin contact law (unused by the linear one)",
+        default=5.0e6, min=1.0, max=1.0e13, soft_min=1.0e4, soft_max=1.0e11)
+    wall_poisson_ratio: FloatProperty(
+        name="Wall Poisson's Ratio", description="Poisson's ratio of the walls and of every collider "
+        "(dimensionless, 0 to 0.5), for the Hertz–Mindlin contact law",
+        default=0.3, min=0.0, max=0.4999, soft_min=0.0, soft_max=0.4999)
     # --- collider ---
     collider_thickness: FloatProperty(
         name="Thickness", description="Thickness of the collider's surface; grains keep their surface half of "

@@ -106,9 +106,17 @@ class MochiSceneSettings(bpy.types.PropertyGroup):
         name="Time Step", description="Simulation time step", subtype="TIME_ABSOLUTE",
         unit="TIME_ABSOLUTE", default=1.0e-4, min=1.0e-9, soft_min=1.0e-6, soft_max=1.0e-2,
         precision=6, step=0.001)
+    contact_law: EnumProperty(
+        name="Contact Law", description="How touching grains push each other apart",
+        items=(("HOOKE", "Linear (Hooke)", "A linear spring and dashpot: the push grows in step with the overlap; "
+                "its stiffness is Automatic Stiffness or the Stiffness given here. Runs on every backend"),
+               ("HERTZ", "Hertz–Mindlin", "The engineering default: the stiffness of each contact comes from the "
+                "Young's modulus and Poisson's ratio of each material (and of the walls) and grows with the "
+                "overlap, as between real elastic spheres. CPU backend only")),
+        default="HOOKE")
     use_auto_stiffness: BoolProperty(
         name="Automatic Stiffness",
-        description="Choose the contact stiffness from the grain sizes and masses", default=True)
+        description="Choose the contact stiffness of the linear law from the grain sizes and masses", default=True)
     stiffness: FloatProperty(
         name="Stiffness", description="Spring constant of the linear contact law, in newtons per metre (N/m)",
         default=1.0e3, min=1.0e-6, soft_min=1.0, soft_max=1.0e7)

@@ -24,17 +24,18 @@ class MOCHI_PT_object(_PhysicsPanel, bpy.types.Panel):
         layout = self.layout
         layout.use_property_split = True
         settings = context.object.mochi
+        hertz = context.scene.mochi.contact_law == "HERTZ"
         layout.operator("mochi.quick_grains", icon="POINTCLOUD_DATA")
         layout.prop(settings, "role")
         if settings.role == "SOURCE":
-            self.draw_source(layout, settings)
+            self.draw_source(layout, settings, hertz)
         elif settings.role == "DOMAIN":
-            self.draw_domain(layout, settings)
+            self.draw_domain(layout, settings, hertz)
         elif settings.role == "COLLIDER":
-            self.draw_collider(layout, context.object)
+            self.draw_collider(layout, context.object, hertz)
 
     @staticmethod
-    def draw_source(layout, s):
+    def draw_source(layout, s, hertz: bool):
         layout.menu("MOCHI_MT_looks", icon="MATERIAL")
         col = layout.column()
         col.prop(s, "size_mode")
@@ -49,6 +50,7 @@ class MOCHI_PT_object(_PhysicsPanel, bpy.types.Panel):
         col.prop(s, "friction")
         col.prop(s, "rolling_friction")
         col.prop(s, "cohesion")
+        _draw_moduli(layout, s, ("youngs_modulus", "poisson_ratio"), hertz)
         col = layout.column()
         col.prop(s, "body")
         if s.body == "GLUED":
@@ -61,16 +63,17 @@ class MOCHI_PT_object(_PhysicsPanel, bpy.types.Panel):
         layout.operator("mochi.pack", icon="POINTCLOUD_DATA")
 
     @staticmethod
-    def draw_domain(layout, s):
+    def draw_domain(layout, s, hertz: bool):
         row = layout.row(heading="Open Sides")
         row.prop(s, "open_sides")
         layout.prop(s, "wall_restitution")
         layout.prop(s, "wall_friction")
         layout.prop(s, "wall_rolling_friction")
         layout.prop(s, "wall_cohesion")
+        _draw_moduli(layout, s, ("wall_youngs_modulus", "wall_poisson_ratio"), hertz)
 
     @staticmethod
-    def draw_collider(layout, obj):
+    def draw_collider(layout, obj, hertz: bool):
         from ..colliders import collider_deforms
 
         s = obj.mochi
@@ -80,6 +83,8 @@ class MOCHI_PT_object(_PhysicsPanel, bpy.types.Panel):
         col.prop(s, "collider_friction")
         col.prop(s, "collider_rolling_friction")
         col.prop(s, "collider_cohesion")
+        if hertz:  # the engine gives every collider the walls' moduli: say where they are set
+            layout.label(text="Young's modulus and Poisson's ratio: the domain's walls'", icon="INFO")
         if obj.type != "MESH":
             layout.label(text="Colliders must be mesh objects", icon="ERROR")
         elif collider_deforms(obj):
@@ -114,15 +119,36 @@ class MOCHI_PT_simulation(_PhysicsPanel, bpy.types.Panel):
             col.prop(s, "substeps")
         elif s.timestep_mode == "FIXED":
             col.prop(s, "dt")
-        col.prop(s, "use_auto_stiffness")
-        if not s.use_auto_stiffness:
-            col.prop(s, "stiffness")
+        col.prop(s, "contact_law")
+        if s.contact_law == "HERTZ":
+            # The engine refuses a given stiffness with Hertz–Mindlin: the moduli set it, so no control here.
+            col.label(text="Stiffness from each material's Young's modulus", icon="INFO")
+        else:
+            col.prop(s, "use_auto_stiffness")
+            if not s.use_auto_stiffness:
+                col.prop(s, "stiffness")
         col.prop(s, "friction_model")
         col.prop(s, "rotation")
         col.prop(s, "integrator")
         col.prop(s, "rebuild_interval")
         col.prop(s, "backend")
+        if s.contact_law == "HERTZ" and s.backend in GPU_BACKENDS:
+            # Said before the bake, which the GPU backend would refuse once the grains are packed.
+            col.label(text="The GPU backends have only the linear law: choose CPU", icon="ERROR")
         col.prop(s, "seed")
+
+
+#: Backends whose kernels have only the linear contact law (engine.backends.gpu_params.check_contact_law).
+GPU_BACKENDS = frozenset({"cuda", "optix"})
+
+
+def _draw_moduli(layout, s, names: tuple[str, str], hertz: bool) -> None:
+    """Young's modulus and Poisson's ratio ``names`` of ``s``, greyed out (still editable) unless the
+    contact law is Hertz–Mindlin, the only one that reads them."""
+    col = layout.column()
+    col.active = hertz
+    for name in names:
+        col.prop(s, name)
 
 
 class MOCHI_PT_bake(_PhysicsPanel, bpy.types.Panel):

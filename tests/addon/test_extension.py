@@ -82,19 +82,35 @@ def test_every_preset_applies_through_the_menu_operator(empty_scene, path):
     assert domain.mochi.wall_friction == pytest.approx(preset.wall_friction)
     assert s.timestep_mode == ("FIXED" if preset.dt else "SUBSTEPS" if preset.substeps else "AUTO")
     assert s.friction_model == preset.friction_model.upper()
+    assert s.contact_law == preset.contact_normal.upper()
 
 
-def test_a_hertz_preset_says_that_blender_keeps_the_linear_law(empty_scene, tmp_path):
-    """The panel has no Hertz law yet: applying a preset that asks for it warns, never drops it silently."""
-    from .conftest import add_domain
+@pytest.mark.parametrize("cap", ["clipped", "spring"])
+def test_a_hertz_preset_applies_its_law_and_moduli(empty_scene, tmp_path, cap):
+    """A preset's Hertz–Mindlin law, its first material's moduli (to the active source) and the walls' (to
+    the domain) are applied; a peer's friction cap, which the panel does not hold, is said in a warning,
+    never dropped silently."""
+    from .conftest import add_domain, add_source
 
-    add_domain()
+    source = add_source("cube", location=(0.0, 0.0, 1.0), radius=0.1, size=0.5)
+    domain = add_domain()
+    empty_scene.mochi.use_auto_stiffness = False
     path = tmp_path / "hertz.toml"
-    path.write_text('[contact]\nnormal = "hertz"\n[[emitters]]\ntype = "box"\ncount = 5\nlo = [0.1, 0.1, 0.1]\n'
-                    'hi = [0.5, 0.5, 0.5]\nradius = [0.01, 0.01]\n', encoding="utf-8")
+    path.write_text(f'[contact]\nnormal = "hertz"\nfriction_cap = "{cap}"\n'
+                    '[domain]\nwall_youngs_modulus = 3.0e8\nwall_poisson_ratio = 0.2\n'
+                    '[[materials]]\nname = "glass"\nyoungs_modulus = 6.0e7\npoisson_ratio = 0.25\n'
+                    '[[emitters]]\ntype = "box"\ncount = 5\nlo = [0.1, 0.1, 0.1]\nhi = [0.5, 0.5, 0.5]\n'
+                    'radius = [0.01, 0.01]\n', encoding="utf-8")
     preset = mochi_module("engine.preset").load_preset(path)
-    notes = mochi_module("addon.operators.presets").apply_preset(preset, empty_scene, None)
-    assert any("normal = 'hertz'" in note and "mochi bake" in note for note in notes)
+    notes = mochi_module("addon.operators.presets").apply_preset(preset, empty_scene, source)
+    s = empty_scene.mochi
+    assert s.contact_law == "HERTZ" and s.use_auto_stiffness
+    assert (source.mochi.youngs_modulus, source.mochi.poisson_ratio) == pytest.approx((6.0e7, 0.25))
+    assert (domain.mochi.wall_youngs_modulus, domain.mochi.wall_poisson_ratio) == pytest.approx((3.0e8, 0.2))
+    assert not any("normal" in note for note in notes)
+    cap_notes = [note for note in notes if "friction_cap" in note]
+    assert len(cap_notes) == (cap != "clipped")
+    assert all("friction_cap = 'spring'" in note and "mochi bake" in note for note in cap_notes)
 
 
 def test_the_preset_menu_lists_the_bundled_presets(mochi):

@@ -151,11 +151,16 @@ def test_bake_asks_once_about_both_grains_and_a_folder_outside_the_project(small
     assert "outside the .blend's folder" in message and message.endswith("Bake there?")
 
 
-@pytest.mark.parametrize("case", ["small_scene", "high_bouncy_suzanne"])
+@pytest.mark.parametrize("case", ["small_scene", "high_bouncy_suzanne", "hertz"])
 def test_auto_steps_before_packing_are_near_the_engines_choice_after(small_scene, case, capfd):
     """The 'auto' steps per frame the dialogs assume, from the grain sizes and the fall to the floor,
-    against those the engine chooses for the packed grains."""
+    against those the engine chooses for the packed grains (with Hertz–Mindlin, from the moduli)."""
     scene = small_scene
+    if case == "hertz":
+        scene.mochi.contact_law = "HERTZ"
+        for obj in scene.objects:
+            if obj.mochi.role == "SOURCE" and obj.name.startswith("Cube"):
+                obj.mochi.youngs_modulus = 4.0e7  # the stiffer source sets the step
     if case == "high_bouncy_suzanne":
         for obj in list(scene.objects):
             if obj.mochi.role == "SOURCE":

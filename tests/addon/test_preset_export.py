@@ -80,6 +80,30 @@ def test_saved_preset_resolves_the_same_physics_and_packs_the_same_spheres(small
     assert ours.rolling_friction == pytest.approx(0.15) and ours.cohesion == pytest.approx(3.0e4)
 
 
+def test_a_hertz_scene_saved_as_a_preset_keeps_its_law_and_moduli(small_scene, tmp_path):
+    """Contact Law, each source's Young's modulus and Poisson's ratio and the walls' go into the preset
+    ([contact] normal, [[materials]], [domain]) and come back: the same resolved physics."""
+    small_scene.mochi.contact_law, small_scene.mochi.timestep_mode = "HERTZ", "AUTO"
+    moduli = {}
+    for number, obj in enumerate(o for o in small_scene.objects if o.mochi.role == "SOURCE"):
+        obj.mochi.youngs_modulus, obj.mochi.poisson_ratio = 2.0e7 * (number + 1), 0.2 + 0.1 * number
+        moduli[obj.name] = (obj.mochi.youngs_modulus, obj.mochi.poisson_ratio)
+    domain = next(o for o in small_scene.objects if o.mochi.role == "DOMAIN")
+    domain.mochi.wall_youngs_modulus, domain.mochi.wall_poisson_ratio = 1.0e8, 0.35
+    snapshot, settings_module = mochi_module("addon.snapshot"), mochi_module("addon.settings")
+    blender_setup = settings_module.setup_from_settings(snapshot.scene_blender_to_settings(bpy.context))
+    assert blender_setup.model.physics.contact_normal == "hertz"
+
+    path = mochi_module("addon.operators.presets").save_scene_preset(bpy.context, tmp_path / "hertz" / "hertz.toml",
+                                                                     name="Hertz round trip")
+    preset = mochi_module("engine.preset").load_preset(path)
+    assert preset.contact_normal == "hertz" and preset.stiffness is None
+    assert {m["name"]: (m["youngs_modulus"], m["poisson_ratio"]) for m in preset.materials} == moduli
+    assert (preset.wall_youngs_modulus, preset.wall_poisson_ratio) == (domain.mochi.wall_youngs_modulus,
+                                                                       domain.mochi.wall_poisson_ratio)
+    _assert_same_scene(blender_setup, mochi_module("engine.scene").setup_from_preset(preset))
+
+
 def test_preset_menu_saves_and_removes_a_user_preset(small_scene, tmp_path, monkeypatch):
     presets = mochi_module("addon.operators.presets")
     def user_resource(kind, path="", create=False):  # Blender's, with the user folder under tmp_path

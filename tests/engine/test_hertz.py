@@ -211,6 +211,33 @@ def test_the_gpu_backends_refuse_hertz_in_one_sentence():
                           materials=(Material(name="m", youngs_modulus=-1.0),), contact_normal="hertz")
 
 
+def test_steps_before_packing_are_the_packed_grains_steps():
+    """The forecast of Blender's dialogs (one grain per size, each size a material of its own) asks for the
+    steps 'auto' gives the packed grains: their quickest pairs are the smallest grains', which it has."""
+    from engine.timestep import (choose_time_step, expected_impact_speed, hertz_contacts, rayleigh_time,
+                                 steps_per_frame_before_packing)
+
+    materials = (Material(name="soft", density=1000.0, youngs_modulus=2.0e6, poisson_ratio=0.45),
+                 Material(name="stiff", density=2500.0, youngs_modulus=5.0e7, poisson_ratio=0.2))
+    sizes, owner = [0.01, 0.006, 0.02, 0.012], [0, 0, 1, 1]  # a large and a small size per material
+    radius = np.repeat(np.array(sizes, np.float32), 40)
+    index = np.repeat(np.array(owner, np.int32), 40)
+    density = np.array([materials[i].density for i in owner])
+    mass = (np.repeat(density, 40) * (4.0 / 3.0 * math.pi) * radius.astype(np.float64) ** 3).astype(np.float32)
+    wall = (1.0e7, 0.3)
+    packed = choose_time_step(dt=None, stiffness=None, substeps=None, fps=24.0, mass=mass, radius=radius,
+                              impact_speed=expected_impact_speed(0.5, 9.81, 0.4), restitution=0.6, gravity=9.81,
+                              column_height=1.0, hertz=hertz_contacts(materials, *wall, mass, radius, index),
+                              rayleigh=rayleigh_time(materials, radius, index))
+    common = dict(fps=24.0, dt=None, substeps=None, stiffness=None, radius=sizes, density=density, restitution=0.6,
+                  fall_height=0.4, initial_speed=0.5, gravity=9.81, column_height=1.0)
+    before = steps_per_frame_before_packing(**common, youngs_modulus=[materials[i].youngs_modulus for i in owner],
+                                            poisson_ratio=[materials[i].poisson_ratio for i in owner],
+                                            wall_moduli=wall)
+    assert before == packed.steps_per_frame
+    assert steps_per_frame_before_packing(**common) != before  # the linear law's 'auto' is another choice
+
+
 @pytest.mark.parametrize("cap", ["clipped", "absolute", "spring"])
 def test_each_friction_cap_follows_the_float64_reference(cap):
     """The three caps (Mochi's, LAMMPS', LIGGGHTS'), sticking then sliding, through the wall kernel's law
