@@ -5,7 +5,8 @@ or a worker thread holds Python's lock, or a redraw takes long, the heartbeat is
 between two heartbeats in each phase is that phase's freeze (issue 26 point 4: none over 0.5 s).
 
 Phases: idle (the baseline: redraws under Mesa's software OpenGL), Add › Mochi Bunny, Quick Grains on it,
-Pack (its modal operator until the preview shows), Bake (its modal operator until two frames are on
+Pack (its modal operator until the preview shows), the bake-time measurement Pack starts (until the
+panel shows it), Bake (its modal operator until two frames are on
 disk), Cancel, Resume (until two more frames), stepping the timeline over baked frames, Convert Frame to
 Mesh, Delete Bake, Apply Look (gravel), Apply Preset (sand pile).
 
@@ -99,6 +100,15 @@ def steps():
     while bunny.mochi.pack_preview is None:
         yield 0.05
     report["packed"] = len(bunny.mochi.pack_preview.data.vertices)
+    # Pack then measures the bake time in a worker (addon/pre_bake_estimate.py): wait for the panel's figure.
+    phase["name"] = "measure_after_pack"
+    measuring = import_module(PACKAGE + ".addon.pre_bake_estimate")
+    began = time.monotonic()
+    while measuring._current is not None and not measuring._current.finished and time.monotonic() - began < 300:
+        yield 0.05
+    measured = measuring._current
+    report["measured_after_pack_s"] = (round(measured.estimate.bake_seconds, 2)
+                                       if measured is not None and measured.estimate is not None else None)
     phase["name"] = "after_pack"
     yield 0.5
     scene.mochi.frame_end = scene.mochi.frame_start + 5
@@ -224,7 +234,8 @@ def main(argv=None) -> int:
     for name, seconds in report["calls"].items():
         if name.startswith("timeline"):
             print(f"{name:>14}: call {seconds} s")
-    print(f"packed {report.get('packed')} grains, {report.get('frames_baked')} frames on disk")
+    print(f"packed {report.get('packed')} grains, {report.get('frames_baked')} frames on disk, bake time "
+          f"measured after Pack {report.get('measured_after_pack_s')} s")
     if args.json:
         args.json.write_text(json.dumps(result, indent=1) + "\n")
     return 0
