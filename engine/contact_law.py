@@ -341,20 +341,15 @@ def contact_response(xi, xj, vi, vj, wi, wj, ri, rj, mi, mj, stiffness, beta, mu
     else:
         xi_t = np.asarray(spring, np.float64)
         xi_t = xi_t - (xi_t @ normal) * normal + v_t * dt
-        if friction_cap == "spring":  # LIGGGHTS: the spring alone is capped; damping only while sticking
-            f_t = -k_t * xi_t
-            magnitude = float(np.linalg.norm(f_t))
-            if magnitude > cap:
-                f_t = f_t * (cap / magnitude)
-                xi_t = -f_t / k_t
-            else:
-                f_t = f_t - g_t * v_t
-        else:
-            f_t = -k_t * xi_t - g_t * v_t
-            magnitude = float(np.linalg.norm(f_t))
-            if magnitude > cap:
-                f_t = f_t * (cap / magnitude)
-                xi_t = -(f_t + g_t * v_t) / k_t
+        # LIGGGHTS' 'spring' cap: the spring alone is capped; its dashpot acts only while it sticks.
+        g_s = 0.0 if friction_cap == "spring" else g_t  # the dashpot inside the capped force
+        f_t = -k_t * xi_t - g_s * v_t
+        magnitude = float(np.linalg.norm(f_t))
+        if magnitude > cap:
+            f_t = f_t * (cap / magnitude)
+            xi_t = -(f_t + g_s * v_t) / k_t
+        elif friction_cap == "spring":
+            f_t = f_t - g_t * v_t
     torque_i = np.zeros(3)
     torque_j = np.zeros(3)
     xi_r = np.zeros(3)

@@ -6,13 +6,15 @@ particles actually present, so a preset, a Blender scene and a ``--state`` PLY a
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 from .budget import check_memory
-from .contact_law import CONTACT_NORMAL_LAWS, FRICTION_CAPS, check_hertz_materials, cohesion_notes, surface_cohesion_notes
+from .contact_law import (CONTACT_NORMAL_LAWS, FRICTION_CAPS, check_hertz_materials, cohesion_notes,
+                          surface_cohesion_notes)
 from .errors import MochiError
 from .fields import ForceField, field_max_acceleration
 from .model import Body, Domain, Gravity, Material, Model, Physics, build_model, particle_masses
@@ -239,7 +241,7 @@ def setup_from_arrays(*, positions: np.ndarray, radius: np.ndarray, velocities: 
         raise MochiError(f"Unknown contact law '{contact_normal}': choose one of {', '.join(CONTACT_NORMAL_LAWS)}.")
     if friction_cap not in FRICTION_CAPS:
         raise MochiError(f"Unknown friction cap '{friction_cap}': choose one of {', '.join(FRICTION_CAPS)}.")
-    hertz = rayleigh = None
+    hertz, rayleigh = None, math.inf
     if contact_normal == "hertz":
         check_hertz_materials(materials, domain)
         hertz = hertz_contacts(materials, domain.wall_youngs_modulus, domain.wall_poisson_ratio, mass, probe.radius,
@@ -247,8 +249,7 @@ def setup_from_arrays(*, positions: np.ndarray, radius: np.ndarray, velocities: 
         rayleigh = rayleigh_time(materials, probe.radius, probe.material_index)
     choice = choose_time_step(dt=dt, stiffness=stiffness, substeps=substeps, fps=fps, mass=mass,
                               radius=probe.radius, impact_speed=impact, restitution=restitution, gravity=g_norm,
-                              column_height=column, hertz=hertz,
-                              **({} if rayleigh is None else {"rayleigh": rayleigh}))
+                              column_height=column, hertz=hertz, rayleigh=rayleigh)
     physics = Physics(materials=materials, domain=domain, gravity=gravity, fields=tuple(fields),
                       stiffness=choice.stiffness, dt=choice.dt, steps_per_frame=choice.steps_per_frame,
                       fps=float(fps), rebuild_interval=int(rebuild_interval),
@@ -261,9 +262,9 @@ def setup_from_arrays(*, positions: np.ndarray, radius: np.ndarray, velocities: 
     # SJKR binds at any c with Hertz contacts (docs/physics.md): the linear law's thresholds are not said then.
     if hertz is None:
         notes += cohesion_notes(materials, model.material_index, model.radius, choice.stiffness)
-    if colliders is not None and hertz is None:
-        notes += surface_cohesion_notes(materials, model.material_index, model.radius, choice.stiffness,
-                                        [(f"collider '{c.name}'", c.cohesion) for c in colliders.colliders])
+        if colliders is not None:
+            notes += surface_cohesion_notes(materials, model.material_index, model.radius, choice.stiffness,
+                                            [(f"collider '{c.name}'", c.cohesion) for c in colliders.colliders])
     return SceneSetup(model=model, state=state, name=name, frames=frames, notes=notes, time_step=choice)
 
 

@@ -87,12 +87,14 @@ class HertzContact:
     Attributes:
         youngs: E* of the pair [Pa] (engine.contact_law.effective_moduli).
         mass: m_eff [kg]; radius: R* [m]; grain_radius: the smaller grain's radius r [m].
+        wall: A grain against a wall or mesh collider (what a resting column stands on).
     """
 
     youngs: float
     mass: float
     radius: float
     grain_radius: float
+    wall: bool = False
 
     def peak_overlap(self, speed: float) -> float:
         """Largest overlap δ_max [m] of an undamped Hertz impact at ``speed`` [m/s] (Johnson, Contact
@@ -129,7 +131,7 @@ def hertz_contacts(materials, wall_youngs: float, wall_poisson: float, mass: np.
     for a, (ma, ra) in lightest.items():
         A = materials[a]
         e_wall, _ = effective_moduli(A.youngs_modulus, A.poisson_ratio, wall_youngs, wall_poisson)
-        contacts.append(HertzContact(e_wall, ma, ra, ra))
+        contacts.append(HertzContact(e_wall, ma, ra, ra, wall=True))
         for b, (mb, rb) in lightest.items():
             if b >= a:
                 B = materials[b]
@@ -239,7 +241,7 @@ def steps_per_frame_before_packing(*, fps: float, dt: float | None, substeps: in
     # float32, as engine.model.particle_masses and the model's radii.
     mass = (np.asarray(density, np.float64) * (4.0 / 3.0 * math.pi) * r ** 3).astype(np.float32)
     impact = expected_impact_speed(initial_speed, gravity, fall_height)
-    hertz = {}
+    contacts, rayleigh = None, math.inf
     if youngs_modulus is not None:
         from .model import Material
 
@@ -248,11 +250,12 @@ def steps_per_frame_before_packing(*, fps: float, dt: float | None, substeps: in
                           for d, e, v in zip(*columns))
         index = np.arange(len(r), dtype=np.int32)
         r32 = r.astype(np.float32)
-        hertz = {"hertz": hertz_contacts(materials, wall_moduli[0], wall_moduli[1], mass, r32, index),
-                 "rayleigh": rayleigh_time(materials, r32, index)}
+        contacts = hertz_contacts(materials, wall_moduli[0], wall_moduli[1], mass, r32, index)
+        rayleigh = rayleigh_time(materials, r32, index)
     return choose_time_step(dt=dt, stiffness=stiffness, substeps=substeps, fps=fps, mass=mass,
                             radius=r.astype(np.float32), impact_speed=impact, restitution=restitution,
-                            gravity=gravity, column_height=column_height, **hertz).steps_per_frame
+                            gravity=gravity, column_height=column_height, hertz=contacts,
+                            rayleigh=rayleigh).steps_per_frame
 
 
 def choose_time_step(*, dt: float | None, stiffness: float | None, substeps: int | None, fps: float,
@@ -292,7 +295,7 @@ def choose_time_step(*, dt: float | None, stiffness: float | None, substeps: int
     v = max(impact_speed, 0.1)
     if hertz is not None:
         return _choose_hertz_time_step(dt=dt, stiffness=stiffness, fps=fps, mass_min=mass_min, speed=v,
-                                       contacts=hertz, rayleigh=rayleigh, gravity=gravity, mass=mass, radius=radius,
+                                       contacts=hertz, rayleigh=rayleigh, gravity=gravity,
                                        column_height=column_height)
     auto_stiffness = stiffness is None
     if stiffness is None:
@@ -340,7 +343,7 @@ def choose_time_step(*, dt: float | None, stiffness: float | None, substeps: int
                           expected_overlap=float(overlap), rest_overlap=float(resting), notes=tuple(notes))
 
 
-def _choose_hertz_time_step(*, dt, stiffness, fps, mass_min, speed, contacts, rayleigh, gravity, mass, radius,
+def _choose_hertz_time_step(*, dt, stiffness, fps, mass_min, speed, contacts, rayleigh, gravity,
                             column_height) -> TimeStepChoice:
     """``choose_time_step`` for Hertz–Mindlin (see its ``hertz`` argument)."""
     if stiffness is not None:
@@ -365,9 +368,8 @@ def _choose_hertz_time_step(*, dt, stiffness, fps, mass_min, speed, contacts, ra
             f"{limit:.3g} s (use a smaller dt, more substeps, a softer Young's modulus, or 'auto').")
     overlap = max(c.peak_overlap(speed) / c.grain_radius for c in contacts)
     # A resting column H tall of grains of mass m presses H m g / (2 r) on its lowest (wall) contact.
-    wall = [c for c in contacts if c.radius == c.grain_radius]
     resting = 0.0
-    for c in wall:
+    for c in (c for c in contacts if c.wall):
         load = column_height * gravity * c.mass / (2.0 * c.grain_radius)
         resting = max(resting, (3.0 * load / (4.0 * c.youngs * math.sqrt(c.radius))) ** (2.0 / 3.0) / c.grain_radius)
     notes = []
