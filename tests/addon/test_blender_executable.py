@@ -251,6 +251,21 @@ UI_SCRIPT = Path(__file__).with_name("ui_bake_button.py")
 SCREENSHOTS = ("idle", "baking", "finished")
 
 
+def run_ui_script(user: Path, out: Path, *arguments: str, scene: Path | None = None) -> tuple[dict, dict]:
+    """Run ui_bake_button.py in a real window (Xvfb) with ``arguments`` after ``-- OUT``; (report, its steps by
+    name), after checking that it reported and met no error."""
+    out.mkdir()
+    command = ["xvfb-run", "--auto-servernum", "--server-args", "-screen 0 1100x1350x24", bpy.app.binary_path,
+               *([str(scene)] if scene is not None else []), "--python", str(UI_SCRIPT), "--", str(out), *arguments]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=500,
+                            env={**os.environ, "BLENDER_USER_RESOURCES": str(user)})
+    log = result.stdout[-4000:] + result.stderr[-4000:]
+    assert (out / "report.json").is_file(), log
+    report = json.loads((out / "report.json").read_text())
+    assert report["error"] is None, report["error"] + log
+    return report, {step["step"]: step for step in report["steps"]}
+
+
 @pytest.mark.skipif(shutil.which("xvfb-run") is None or shutil.which("xdotool") is None,
                     reason="needs Xvfb (xvfb-run) and xdotool")
 def test_bake_button_in_the_event_loop(installed_user, tmp_path):
@@ -259,16 +274,7 @@ def test_bake_button_in_the_event_loop(installed_user, tmp_path):
     # Frames of a few tenths of a second, so that Esc lands in the middle of the bake.
     scene = saved_scene(user, tmp_path, frames=24, substeps=1500, radius=0.04)
     out = tmp_path / "ui"
-    out.mkdir()
-    command = ["xvfb-run", "--auto-servernum", "--server-args", "-screen 0 1100x1350x24",
-               bpy.app.binary_path, str(scene), "--python", str(UI_SCRIPT), "--", str(out)]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=500,
-                            env={**os.environ, "BLENDER_USER_RESOURCES": str(user)})
-    log = result.stdout[-4000:] + result.stderr[-4000:]
-    assert (out / "report.json").is_file(), log
-    report = json.loads((out / "report.json").read_text())
-    assert report["error"] is None, report["error"] + log
-    steps = {step["step"]: step for step in report["steps"]}
+    report, steps = run_ui_script(user, out, scene=scene)
 
     assert steps["invoke bake"]["result"] == ["RUNNING_MODAL"]  # modal, not the blocking execute()
     cancelled = steps["cancelled"]
@@ -309,16 +315,7 @@ def test_quick_grains_in_the_window(installed_user, tmp_path):
     the per-file cache folder, and the panel as a user sees it (screenshots), then a short bake: the
     panel's baked and out-of-date states."""
     out = tmp_path / "ui"
-    out.mkdir()
-    command = ["xvfb-run", "--auto-servernum", "--server-args", "-screen 0 1100x1350x24",
-               bpy.app.binary_path, "--python", str(UI_SCRIPT), "--", str(out), "quick_grains", "bake"]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=500,
-                            env={**os.environ, "BLENDER_USER_RESOURCES": str(installed_user)})
-    log = result.stdout[-4000:] + result.stderr[-4000:]
-    assert (out / "report.json").is_file(), log
-    report = json.loads((out / "report.json").read_text())
-    assert report["error"] is None, report["error"] + log
-    steps = {step["step"]: step for step in report["steps"]}
+    _report, steps = run_ui_script(installed_user, out, "quick_grains", "bake")
     assert steps["quick grains"]["result"] == ["FINISHED"]
     scene = steps["scene"]
     assert scene["role"] == "SOURCE" and scene["display"] in ("WIRE", "BOUNDS") and scene["hide_render"]
@@ -344,17 +341,7 @@ def test_quick_grains_in_the_window(installed_user, tmp_path):
 def test_the_confirmations_answered_with_keys_in_the_window(installed_user, tmp_path):
     """Pack above the grain budget and a long benchmark preset ask first, in a real window; Esc changes
     nothing, Return goes on (tests/addon/ui_bake_button.py, mode 'dialogs')."""
-    out = tmp_path / "ui"
-    out.mkdir()
-    command = ["xvfb-run", "--auto-servernum", "--server-args", "-screen 0 1100x1350x24",
-               bpy.app.binary_path, "--python", str(UI_SCRIPT), "--", str(out), "dialogs"]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=500,
-                            env={**os.environ, "BLENDER_USER_RESOURCES": str(installed_user)})
-    log = result.stdout[-4000:] + result.stderr[-4000:]
-    assert (out / "report.json").is_file(), log
-    report = json.loads((out / "report.json").read_text())
-    assert report["error"] is None, report["error"] + log
-    steps = {step["step"]: step for step in report["steps"]}
+    _report, steps = run_ui_script(installed_user, tmp_path / "ui", "dialogs")
     # The question was asked (the operator waits in its popup), not packed at once.
     assert steps["invoke pack, then Escape"]["result"] != ["FINISHED"]
     assert steps["pack after Escape"]["packed"] == 0

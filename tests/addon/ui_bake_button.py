@@ -174,6 +174,21 @@ def finish() -> None:
     bpy.ops.wm.quit_blender()
 
 
+def quick_grains_on_the_cube(pointer) -> dict:
+    """Select the startup file's cube, rest the pointer at ``pointer(window)`` (x, y) in the window (keys go to
+    it), open the Physics tab and click Quick Grains as the Mochi panel does; the properties override."""
+    cube = bpy.context.scene.objects["Cube"]
+    bpy.context.view_layer.objects.active = cube
+    cube.select_set(True)
+    override = properties_override()
+    x, y = pointer(override["window"])
+    subprocess.run(["xdotool", "mousemove", "--sync", str(x), str(y)], check=True)
+    override["area"].spaces.active.context = "PHYSICS"
+    with bpy.context.temp_override(**override):
+        log("quick grains", result=sorted(bpy.ops.mochi.quick_grains("INVOKE_DEFAULT")))
+    return override
+
+
 def quick_grains_steps():
     """Quick Grains on the startup file's cube, as a user clicks it in the Mochi panel; screenshots of the
     panel with the source active (OUT/quick_grains_source.png) and the domain active
@@ -182,14 +197,8 @@ def quick_grains_steps():
     bpy.ops.wm.save_as_mainfile(filepath=str(OUT / "quick.blend"))  # a saved file: its own cache folder
     scene = bpy.context.scene
     cube = scene.objects["Cube"]
-    bpy.context.view_layer.objects.active = cube
-    cube.select_set(True)
-    override = properties_override()
-    window = override["window"]
-    subprocess.run(["xdotool", "mousemove", "--sync", str(window.x + 12), str(window.height - 12)], check=True)
-    override["area"].spaces.active.context = "PHYSICS"
+    override = quick_grains_on_the_cube(pointer=lambda window: (window.x + 12, window.height - 12))
     with bpy.context.temp_override(**override):
-        log("quick grains", result=sorted(bpy.ops.mochi.quick_grains("INVOKE_DEFAULT")))
         bpy.ops.screen.screen_full_area()
     domain = next(o for o in scene.objects if o.mochi.role == "DOMAIN")
     log("scene", role=cube.mochi.role, radius=cube.mochi.radius, domain=domain.name,
@@ -233,15 +242,8 @@ def dialog_steps():
 
     scene = bpy.context.scene
     cube = scene.objects["Cube"]
-    bpy.context.view_layer.objects.active = cube
-    cube.select_set(True)
-    override = properties_override()
-    window = override["window"]
-    subprocess.run(["xdotool", "mousemove", "--sync", str(window.x + window.width // 2),
-                    str(window.height // 2)], check=True)
-    override["area"].spaces.active.context = "PHYSICS"
-    with bpy.context.temp_override(**override):
-        bpy.ops.mochi.quick_grains()
+    # The pointer in the middle of the window: the questions pop up under it.
+    quick_grains_on_the_cube(pointer=lambda window: (window.x + window.width // 2, window.height // 2))
     preferences = bpy.context.preferences.addons[PACKAGE].preferences
     preferences.confirm_grains, preferences.confirm_minutes = 10, 1.0
     bpy.context.view_layer.objects.active = cube
