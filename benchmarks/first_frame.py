@@ -125,17 +125,34 @@ def blender_python(blender: str) -> str:
     return next(line.split()[1] for line in out.splitlines() if line.startswith("MOCHI_PYTHON"))
 
 
+def newest_zip(blender: str) -> str:
+    """The newest dist/ zip built for ``blender``'s Python (scripts/build_extension.py)."""
+    python = blender_python(blender)
+    return str(max(ROOT.glob(f"dist/mochi-*-python{python}-linux_x64.zip"), key=lambda p: p.stat().st_mtime))
+
+
+def install_extension(blender: str, zip_path: str, user: Path) -> None:
+    """Install the zip from the command line into the user folder ``user`` (BLENDER_USER_RESOURCES)."""
+    subprocess.run([blender, "--command", "extension", "install-file", "-r", "user_default", "-e", zip_path],
+                   capture_output=True, text=True, check=True, env={**os.environ, "BLENDER_USER_RESOURCES": str(user)})
+
+
+def window_command(blender: str, env: dict) -> list[str]:
+    """The command starting ``blender`` in a real window under Xvfb; ``env`` gains what the chroot needs."""
+    xvfb = ["xvfb-run", "--auto-servernum", "--server-args", "-screen 0 1280x900x24"]
+    if shutil.which("xvfb-run"):
+        return [*xvfb, blender]
+    # provision_blender.sh's chroot has Xvfb: its wrapper runs xvfb-run there, which runs blender
+    env["MOCHI_BLENDER_PROGRAM"] = "xvfb-run"
+    return [blender, *xvfb[1:], "blender"]
+
+
 def one_run(blender: str, user: Path, work: Path) -> dict:
     work.mkdir(parents=True)
     script = work / "first_frame_in_blender.py"
     script.write_text(IN_BLENDER)
     env = {**os.environ, "BLENDER_USER_RESOURCES": str(user)}
-    xvfb = ["xvfb-run", "--auto-servernum", "--server-args", "-screen 0 1280x900x24"]
-    if shutil.which("xvfb-run"):
-        command = [*xvfb, blender]
-    else:  # provision_blender.sh's chroot has Xvfb: its wrapper runs xvfb-run there, which runs blender
-        command = [blender, *xvfb[1:], "blender"]
-        env["MOCHI_BLENDER_PROGRAM"] = "xvfb-run"
+    command = window_command(blender, env)
     start = time.time()
     result = subprocess.run([*command, "--python", str(script), "--", str(work), str(GRAINS)],
                             capture_output=True, text=True, timeout=900, env=env)
@@ -158,15 +175,11 @@ def main(argv=None) -> int:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     blender = args.blender or default_blender()
-    python = blender_python(blender)
-    zips = ROOT.glob(f"dist/mochi-*-python{python}-linux_x64.zip")
-    zip_path = args.zip or str(max(zips, key=lambda p: p.stat().st_mtime))
+    zip_path = args.zip or newest_zip(blender)
     with tempfile.TemporaryDirectory(prefix="mochi_first_frame_") as tmp:
         user = Path(tmp) / "user"
         user.mkdir()
-        subprocess.run([blender, "--command", "extension", "install-file", "-r", "user_default", "-e", zip_path],
-                       capture_output=True, text=True, check=True,
-                       env={**os.environ, "BLENDER_USER_RESOURCES": str(user)})
+        install_extension(blender, zip_path, user)
         runs = []
         for index in range(args.runs):
             report = one_run(blender, user, Path(tmp) / f"run{index}")

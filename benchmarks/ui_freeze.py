@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.first_frame import blender_python, default_blender  # noqa: E402
+from benchmarks.first_frame import default_blender, install_extension, newest_zip, window_command  # noqa: E402
 
 IN_BLENDER = r'''
 import json, sys, time, traceback
@@ -195,25 +195,17 @@ def main(argv=None) -> int:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     blender = args.blender or default_blender()
-    python = blender_python(blender)
-    zip_path = args.zip or str(max(ROOT.glob(f"dist/mochi-*-python{python}-linux_x64.zip"),
-                                   key=lambda p: p.stat().st_mtime))
+    zip_path = args.zip or newest_zip(blender)
     with tempfile.TemporaryDirectory(prefix="mochi_freeze_") as tmp:
         user = Path(tmp) / "user"
         user.mkdir()
-        env = {**os.environ, "BLENDER_USER_RESOURCES": str(user)}
-        subprocess.run([blender, "--command", "extension", "install-file", "-r", "user_default", "-e", zip_path],
-                       capture_output=True, text=True, check=True, env=env)
+        install_extension(blender, zip_path, user)
         work = Path(tmp) / "run"
         work.mkdir()
         script = work / "ui_freeze_in_blender.py"
         script.write_text(IN_BLENDER)
-        xvfb = ["xvfb-run", "--auto-servernum", "--server-args", "-screen 0 1280x900x24"]
-        if subprocess.run(["which", "xvfb-run"], capture_output=True).returncode == 0:
-            command = [*xvfb, blender]
-        else:  # provision_blender.sh's chroot has Xvfb: its wrapper runs xvfb-run there, which runs blender
-            command = [blender, *xvfb[1:], "blender"]
-            env["MOCHI_BLENDER_PROGRAM"] = "xvfb-run"
+        env = {**os.environ, "BLENDER_USER_RESOURCES": str(user)}
+        command = window_command(blender, env)
         preset = ROOT / "presets" / "sand_pile.toml"
         done = subprocess.run([*command, "--python", str(script), "--", str(work), str(preset)],
                               capture_output=True, text=True, timeout=1200, env=env)
