@@ -13,7 +13,7 @@ on the grains (*Instance Collection*), one picked at random per grain, scaled by
 turned by the cache's orientation (``qw qx qy qz``) where the cache has one, else by a random rotation
 seeded by the id. The instances wear the grain material and carry the grain's attributes, so they take
 the colour their sphere would have had (or, with *Grain Material* off, keep their own materials). While a bake exists its sources are hidden from renders
-(``hide_sources_from_render``), and shown again when it is freed.
+(``addon/visibility.py``), and shown again when it is freed.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import numpy as np
 
 from ..engine.cache import FRAME_PATTERN
 from ..engine.errors import MochiError
-from . import compat
+from . import compat, visibility
 
 PLAYBACK_GROUP = "Mochi Playback"
 POINTS_GROUP = "Mochi Points"
@@ -37,10 +37,6 @@ INPUT_INSTANCE_GRAIN_MATERIAL = "Instances Wear Grain Material"
 #: The per-grain random value the material reads, and the per-grain key it is hashed from.
 RANDOM_ATTRIBUTE = "mochi_random"
 KEY_ATTRIBUTE = "mochi_id"
-#: Custom property on the objects Mochi hid from renders (shown again by Free Bake).
-HIDDEN_TAG = "mochi_hid_render"
-#: Tag of the sources and previews a bake hid in the viewport (Delete Bake shows them again).
-VIEWPORT_HIDDEN_TAG = "mochi_hid_viewport"
 #: The pack preview's own material: a pale blue, so a preview is never taken for baked grains.
 PREVIEW_MATERIAL_NAME = "Mochi Pack Preview"
 
@@ -467,47 +463,6 @@ def apply_display_settings(scene: bpy.types.Scene) -> None:
     obj.update_tag()
 
 
-def _set_hidden(obj: bpy.types.Object, hidden: bool) -> bool:
-    """Hide or show ``obj`` in the viewport (the eye of the outliner, in every view layer that has it);
-    False when no view layer could (an object outside the view layers)."""
-    done = False
-    for scene in bpy.data.scenes:
-        for layer in scene.view_layers:
-            try:
-                obj.hide_set(hidden, view_layer=layer)
-                done = True
-            except RuntimeError:  # not in this view layer
-                continue
-    return done
-
-
-def hide_sources_from_render(scene: bpy.types.Scene) -> None:
-    """Hide the scene's particle sources and pack previews from renders and from the viewport while a
-    bake exists (the baked grains show instead, not a second copy floating where they started); the
-    objects Mochi hid are tagged so that ``restore_render_visibility`` shows them again."""
-    for obj in scene.objects:
-        preview = obj.mochi.role == "SOURCE" and obj.mochi.pack_preview
-        for target in (obj, preview) if obj.mochi.role == "SOURCE" else ():
-            if not target:
-                continue
-            if not target.hide_render:
-                target.hide_render = True
-                target[HIDDEN_TAG] = True
-            if not target.hide_get() and _set_hidden(target, True):
-                target[VIEWPORT_HIDDEN_TAG] = True
-
-
-def restore_render_visibility(scene: bpy.types.Scene) -> None:
-    """Show again, in renders and the viewport, what ``hide_sources_from_render`` hid (Delete Bake)."""
-    for obj in scene.objects:
-        if obj.get(HIDDEN_TAG):
-            obj.hide_render = False
-            del obj[HIDDEN_TAG]
-        if obj.get(VIEWPORT_HIDDEN_TAG):
-            _set_hidden(obj, False)
-            del obj[VIEWPORT_HIDDEN_TAG]
-
-
 def folder_for_node(folder: str) -> str:
     """A folder as written into the node tree: '//' kept (relative to the .blend), no trailing slash."""
     folder = folder.strip()
@@ -543,13 +498,16 @@ def ensure_playback_object(scene: bpy.types.Scene, folder: str, *, start_frame: 
         compat.modifier_input_set(modifier, INPUT_MATERIAL, grain_material())
     obj.rotation_euler = (np.pi / 2, 0.0, 0.0) if up_axis.upper() == "Y" else (0.0, 0.0, 0.0)
     apply_display_settings(scene)
-    hide_sources_from_render(scene)
+    visibility.hide_sources(scene)
+    visibility.show_converted_playback(obj)
     obj.update_tag()
     return obj
 
 
 def set_last_frame(obj: bpy.types.Object, last_frame: int) -> None:
-    """Let playback show cache frames up to ``last_frame`` (called as frames are written)."""
+    """Let playback show cache frames up to ``last_frame`` (called as frames are written); a playback
+    hidden by Convert Frame to Mesh shows again, as the new frames are there to be seen."""
+    visibility.show_converted_playback(obj)
     modifier = obj.modifiers.get(MODIFIER_NAME)
     if modifier is not None and modifier.node_group is not None:
         compat.modifier_input_set(modifier, INPUT_LAST, max(1, int(last_frame)))
@@ -592,7 +550,7 @@ def show_packing(scene: bpy.types.Scene, source: bpy.types.Object, positions: np
     modifier.node_group = _group(POINTS_GROUP, build_points_group)
     compat.modifier_input_set(modifier, INPUT_MATERIAL, preview_material())
     source.mochi.pack_preview = preview
-    _set_hidden(source, True)  # the preview replaces the mesh it was packed from
+    visibility.set_hidden(source, True)  # the preview replaces the mesh it was packed from
     return preview
 
 

@@ -17,7 +17,7 @@ import bpy
 import numpy as np
 
 from ..engine.errors import MochiError
-from . import compat, playback
+from . import compat, playback, visibility
 
 REALIZE_GROUP = "Mochi Realize"
 
@@ -100,16 +100,19 @@ def _drop_empty_slots(mesh: bpy.types.Mesh) -> None:
             mesh.materials.pop(index=index)  # later faces' indices move down with it
 
 
-def realize_frame(context, *, subdivisions: int = 2) -> RealizedFrame:
+def realize_frame(context, *, subdivisions: int = 1, hide_playback: bool = True) -> RealizedFrame:
     """Make the scene's playback at the current frame a new mesh object in the active collection.
 
     Every grain is converted, also where the viewport shows only a share of them (*Viewport Display*):
-    the share is set to 100 % while converting. The new object is selected and made active; the playback
-    is left as it was.
+    the share is set to 100 % while converting. The new object is selected and made active.
 
     Args:
         subdivisions: Subdivisions of the icosphere drawn for a sphere grain (1: 12 vertices, 2: 42,
-            3: 162 per grain); instanced objects keep their own mesh.
+            3: 162 per grain); instanced objects keep their own mesh. 1 by default: smooth-shaded, a grain
+            a few pixels across reads as a sphere, and the mesh stays light to draw (24,000 grains at 2
+            subdivisions are 1 M vertices, whose first draw alone held a software-OpenGL window 1 s).
+        hide_playback: Hide the playback object (viewport and renders) so that its grains are not drawn
+            twice; the next bake or Load Cache shows it again (``visibility.hide_converted_playback``).
 
     Raises:
         MochiError: no playback object, or the frame has no grains.
@@ -154,6 +157,8 @@ def realize_frame(context, *, subdivisions: int = 2) -> RealizedFrame:
         playback.remove_object(obj)
         raise MochiError(f"Cache frame {cache_frame} has no grains to convert.")
     obj.matrix_world = source.matrix_world.copy()
+    if hide_playback:
+        visibility.hide_converted_playback(source)
     for other in context.view_layer.objects.selected:
         other.select_set(False)
     obj.select_set(True)

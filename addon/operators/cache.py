@@ -42,7 +42,7 @@ class MOCHI_OT_free_bake(bpy.types.Operator):
         from ...engine.bake import free_bake
         from ...engine.cache import read_manifest
         from ...engine.errors import MochiError
-        from .. import playback
+        from .. import playback, visibility
         from ..bake_job import current_job
         from ..snapshot import cache_folder, check_bake_owner
 
@@ -58,7 +58,7 @@ class MOCHI_OT_free_bake(bpy.types.Operator):
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
         playback.remove_object(context.scene.mochi.playback_object)
-        playback.restore_render_visibility(context.scene)  # the sources render again
+        visibility.show_hidden_sources(context.scene)  # the sources render again
         self.report({"INFO"}, f"Freed the bake in '{folder}'.")
         return {"FINISHED"}
 

@@ -15,7 +15,11 @@ class MOCHI_OT_realize_frame(bpy.types.Operator):
     subdivisions: bpy.props.IntProperty(
         name="Sphere Subdivisions", description="Subdivisions of the icosphere made for each grain drawn as a "
         "sphere (1: 12 vertices a grain, 2: 42, 3: 162); instanced objects keep their own mesh",
-        default=2, min=1, max=6, soft_max=4)
+        default=1, min=1, max=6, soft_max=4)
+    hide_playback: bpy.props.BoolProperty(
+        name="Hide Playback", description="Hide the playback object in the viewport and in renders, so that "
+        "the grains are not drawn and rendered twice (the mesh stands where they are); the next Bake or Load "
+        "Cache shows it again, as does its eye in the Outliner", default=True)
 
     def execute(self, context):
         from ...engine.errors import MochiError
@@ -26,12 +30,13 @@ class MOCHI_OT_realize_frame(bpy.types.Operator):
             self.report({"ERROR"}, "A Mochi bake is running; wait for it or cancel it before converting a frame.")
             return {"CANCELLED"}
         try:
-            made = realize_frame(context, subdivisions=self.subdivisions)
+            made = realize_frame(context, subdivisions=self.subdivisions, hide_playback=self.hide_playback)
         except MochiError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
         self.report({"INFO"}, f"Made '{made.obj.name}' from cache frame {made.cache_frame}: {made.grain_count} "
-                    f"grains, {made.vertex_count} vertices.")
+                    f"grains, {made.vertex_count} vertices"
+                    + ("; the playback is hidden until the next bake." if self.hide_playback else "."))
         return {"FINISHED"}
 
 

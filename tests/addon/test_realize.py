@@ -94,3 +94,38 @@ def test_instances_become_real_copies_of_their_objects(baked_scene):
     assert len(made.vertices) == 3 * grains and len(made.polygons) == grains
     assert [m.name for m in made.materials] == [mochi_module("addon.playback").MATERIAL_NAME]
     assert mochi_module("addon.operators.realize").MOCHI_OT_realize_frame.bl_options == {"REGISTER", "UNDO"}
+
+
+
+def test_the_playback_hides_until_new_frames_or_a_cache_load(baked_scene):
+    """Its grains would be drawn and rendered twice, where the mesh stands; resuming the bake (new frames)
+    or loading the cache shows them again; the artist may keep it shown."""
+    source = baked_scene.mochi.playback_object
+    grains = len(_grains(source)[1])
+    assert bpy.ops.mochi.realize_frame() == {"FINISHED"}
+    made = bpy.context.view_layer.objects.active
+    assert len(made.data.vertices) == 12 * grains  # by default an icosphere of 12 vertices a grain
+    assert source.hide_get() and source.hide_render
+    baked_scene.mochi.frame_end = 3
+    assert bpy.ops.mochi.bake_resume() == {"FINISHED"}
+    assert baked_scene.mochi.playback_object == source
+    assert not source.hide_get() and not source.hide_render
+    assert bpy.ops.mochi.realize_frame() == {"FINISHED"}
+    assert source.hide_get() and source.hide_render
+    folder = mochi_module("addon.snapshot").cache_folder(baked_scene)
+    assert bpy.ops.mochi.load_cache(directory=str(folder)) == {"FINISHED"}
+    assert not source.hide_get() and not source.hide_render
+    assert bpy.ops.mochi.realize_frame(hide_playback=False) == {"FINISHED"}
+    assert not source.hide_get() and not source.hide_render
+
+
+def test_what_the_artist_hid_stays_hidden(baked_scene):
+    """Only what Convert Frame to Mesh hid is shown again: here the viewport, not the render the artist
+    had turned off."""
+    source = baked_scene.mochi.playback_object
+    source.hide_render = True
+    assert bpy.ops.mochi.realize_frame() == {"FINISHED"}
+    assert source.hide_get() and source.hide_render
+    folder = mochi_module("addon.snapshot").cache_folder(baked_scene)
+    assert bpy.ops.mochi.load_cache(directory=str(folder)) == {"FINISHED"}
+    assert not source.hide_get() and source.hide_render

@@ -1,0 +1,85 @@
+"""What Mochi hides and shows again: the objects it hid are tagged, and only those are shown again.
+
+While a bake exists its sources and pack previews are hidden in the viewport and from renders (the baked
+grains show instead, not a second copy where they started); Delete Bake shows them again. A playback
+whose frame was converted to a mesh (Convert Frame to Mesh) is hidden until new frames or a cache load
+are to be seen. An object the artist hid stays as the artist left it.
+"""
+
+from __future__ import annotations
+
+import bpy
+
+#: Custom property on the objects Mochi hid from renders (shown again by Delete Bake).
+HIDDEN_TAG = "mochi_hid_render"
+#: Tag of the sources and previews a bake hid in the viewport (Delete Bake shows them again).
+VIEWPORT_HIDDEN_TAG = "mochi_hid_viewport"
+#: Tag of a playback object hidden by Convert Frame to Mesh (new frames or Load Cache show it again).
+CONVERTED_HIDDEN_TAG = "mochi_hid_after_convert"
+
+
+def set_hidden(obj: bpy.types.Object, hidden: bool) -> bool:
+    """Hide or show ``obj`` in the viewport (the eye of the outliner, in every view layer that has it);
+    False when no view layer could (an object outside the view layers)."""
+    done = False
+    for scene in bpy.data.scenes:
+        for layer in scene.view_layers:
+            try:
+                obj.hide_set(hidden, view_layer=layer)
+                done = True
+            except RuntimeError:  # not in this view layer
+                continue
+    return done
+
+
+def hide_sources(scene: bpy.types.Scene) -> None:
+    """Hide the scene's particle sources and pack previews from renders and from the viewport while a
+    bake exists (the baked grains show instead, not a second copy floating where they started); the
+    objects Mochi hid are tagged so that ``show_hidden_sources`` shows them again."""
+    for obj in scene.objects:
+        preview = obj.mochi.role == "SOURCE" and obj.mochi.pack_preview
+        for target in (obj, preview) if obj.mochi.role == "SOURCE" else ():
+            if not target:
+                continue
+            if not target.hide_render:
+                target.hide_render = True
+                target[HIDDEN_TAG] = True
+            if not target.hide_get() and set_hidden(target, True):
+                target[VIEWPORT_HIDDEN_TAG] = True
+
+
+def show_hidden_sources(scene: bpy.types.Scene) -> None:
+    """Show again, in renders and the viewport, what ``hide_sources`` hid (Delete Bake)."""
+    for obj in scene.objects:
+        if obj.get(HIDDEN_TAG):
+            obj.hide_render = False
+            del obj[HIDDEN_TAG]
+        if obj.get(VIEWPORT_HIDDEN_TAG):
+            set_hidden(obj, False)
+            del obj[VIEWPORT_HIDDEN_TAG]
+
+
+def hide_converted_playback(obj: bpy.types.Object) -> None:
+    """Hide the playback object in the viewport and in renders once one of its frames has been converted to
+    a mesh: the mesh stands where the grains are, and both would be drawn and rendered (twice the geometry
+    to draw, surfaces fighting). What this hid is tagged ("viewport", "render"), so that
+    ``show_converted_playback`` shows that again and nothing the artist hid."""
+    hid = []
+    if not obj.hide_get() and set_hidden(obj, True):
+        hid.append("viewport")
+    if not obj.hide_render:
+        obj.hide_render = True
+        hid.append("render")
+    if hid:
+        obj[CONVERTED_HIDDEN_TAG] = " ".join(hid)
+
+
+def show_converted_playback(obj: bpy.types.Object) -> None:
+    """Show again what ``hide_converted_playback`` hid of the playback (new frames or a cache to see)."""
+    hid = str(obj.get(CONVERTED_HIDDEN_TAG, "")).split()
+    if "viewport" in hid:
+        set_hidden(obj, False)
+    if "render" in hid:
+        obj.hide_render = False
+    if CONVERTED_HIDDEN_TAG in obj:
+        del obj[CONVERTED_HIDDEN_TAG]
