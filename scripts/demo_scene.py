@@ -22,7 +22,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.looks_repose import heap_angle, run_heap  # noqa: E402
+from benchmarks.looks_repose import run_heap  # noqa: E402
 from engine.looks import DEFAULT_LOOK, look  # noqa: E402
 from engine.ply import write_points  # noqa: E402
 

@@ -3,7 +3,6 @@ with the grains; bad colliders are refused and change nothing."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest

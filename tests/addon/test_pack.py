@@ -102,8 +102,6 @@ def test_pack_leaves_out_domains_and_colliders_and_hides_the_source(empty_scene)
 
 
 def test_a_bake_hides_sources_and_previews_and_delete_bake_shows_them(small_scene):
-    from .conftest import mochi_module
-
     sources = [o for o in small_scene.objects if o.mochi.role == "SOURCE"]
     select_only(sources[0])
     assert bpy.ops.mochi.pack() == {"FINISHED"}

@@ -8,7 +8,6 @@ no folder); removal is all or nothing.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
