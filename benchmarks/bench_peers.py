@@ -22,7 +22,8 @@ Also measured (Mochi only): 2-thread speed-up on the pile, cost per particle-ste
 
 Options: --steps (200), --repeats (3), --particles (100000), --skip-scaling, --skip-memory, --baseline REV
 (also time the engine of git revision REV, interleaved, e.g. d20ae39 = before issue 19), --law full (the
-add-on's default physics on the same states, Mochi only). The whole
+add-on's default physics on the same states, with LAMMPS' ``pair granular hooke … tangential
+linear_history … rolling sds`` and ``fix nve/sphere`` beside it; LIGGGHTS runs the paper's model only). The whole
 default run takes 4.5–7 minutes on the shared 2-core machine (the first run adds ~3 minutes to settle
 and cache the pile).
 """
@@ -67,7 +68,7 @@ def box_side(particles: int) -> float:
 
 
 #: ``--law full``: the add-on's default physics (rotation, velocity Verlet, static friction, rolling
-#: resistance) instead of the paper's model; Mochi only (no peer input is written for it).
+#: resistance) instead of the paper's model; LAMMPS runs it beside Mochi (peers/lammps_input.py).
 FULL_LAW = {"friction": 0.5, "rolling_friction": 0.1}
 
 
@@ -350,8 +351,8 @@ def main() -> None:
     parser.add_argument("--baseline", help="also time the engine of this git revision (e.g. the commit before "
                                            "a change), interleaved like a peer")
     parser.add_argument("--law", choices=["paper", "full"], default="paper",
-                        help="full: the add-on's default physics (rotation, Verlet, friction 0.5, rolling "
-                             "resistance 0.1), Mochi only")
+                        help="full: the add-on's default physics (rotation, Verlet, friction 0.5 with a "
+                             "tangential spring, rolling resistance 0.1), beside LAMMPS only")
     parser.add_argument("--json", help="write all results here")
     parser.add_argument("--mochi-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -359,9 +360,9 @@ def main() -> None:
         print(json.dumps(mochi_child(args.mochi_child, args.steps)))
         return
     if args.law == "full":
-        if args.peers:
-            print("--law full times Mochi only (no LAMMPS or LIGGGHTS input is written for the full law).")
-        args.peers = []
+        if "liggghts" in args.peers:
+            print("--law full runs LAMMPS beside Mochi; no LIGGGHTS input is written for the full law.")
+        args.peers = [p for p in args.peers if p == "lammps"]
         os.environ["MOCHI_BENCH_LAW"] = "full"  # the children build their scenes from it
     from peers.runner import PeerMissing, find_peer
 

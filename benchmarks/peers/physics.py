@@ -6,8 +6,10 @@ Both peer inputs reproduce Mochi's frictionless linear contact law exactly (engi
 
 with m_eff = m_i m_j / (m_i + m_j) between grains and m_eff = m_i against a wall, β(e) Mochi's damping
 ratio of the material's restitution (float32, as Mochi's tables hold it) and the walls at the domain's
-box. Gravity is constant. Anything else (friction, several materials, open sides, rotating gravity,
-fields, colliders) is refused with one sentence rather than run as a different simulation.
+box. Gravity is constant. The LAMMPS input also runs the add-on's default physics (``frictional``:
+rotation, a tangential spring with Coulomb friction, rolling resistance; lammps_input.py says what
+differs). Anything else (several materials, open sides, rotating gravity, fields, colliders,
+cohesion, Hertz–Mindlin) is refused with one sentence rather than run as a different simulation.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.contact_law import pair_tables, wall_tables
+from engine.contact_law import pair_tables, rolling_tables, wall_tables
 from engine.errors import MochiError
 from engine.model import Model
 
@@ -33,6 +35,8 @@ class PeerPhysics:
         gravity: Gravity vector [m/s²], (3,).
         density: Grain density [kg/m³].
         lo, hi: Wall planes (the domain box) [m], (3,) each.
+        friction, wall_friction: Coulomb μ between grains and against the walls (0 unless ``frictional``).
+        rolling, wall_rolling: Rolling resistance μ_r between grains and against the walls.
     """
 
     stiffness: float
@@ -43,6 +47,10 @@ class PeerPhysics:
     density: float
     lo: tuple[float, float, float]
     hi: tuple[float, float, float]
+    friction: float = 0.0
+    wall_friction: float = 0.0
+    rolling: float = 0.0
+    wall_rolling: float = 0.0
 
     def damping(self, m_eff: np.ndarray | float, *, wall: bool = False) -> np.ndarray | float:
         """Mochi's normal damping coefficient γ_n = 2 β sqrt(m_eff k) [kg/s]."""
@@ -50,8 +58,12 @@ class PeerPhysics:
         return 2.0 * beta * np.sqrt(np.asarray(m_eff, np.float64) * self.stiffness)
 
 
-def peer_physics(model: Model) -> PeerPhysics:
+def peer_physics(model: Model, *, frictional: bool = False) -> PeerPhysics:
     """The physics of ``model`` for a peer input.
+
+    Args:
+        frictional: The peer input can run friction with a tangential spring, rotation and rolling
+            resistance (the LAMMPS input); otherwise the model must be frictionless.
 
     Raises:
         MochiError: the model uses something the peer inputs do not reproduce.
@@ -60,8 +72,14 @@ def peer_physics(model: Model) -> PeerPhysics:
     problems = []
     if len(p.materials) != 1:
         problems.append(f"{len(p.materials)} materials (the peer inputs take one)")
-    if any(m.friction > 0 for m in p.materials) or p.domain.wall_friction > 0:
-        problems.append("friction (the peer inputs are frictionless)")
+    rough = (any(m.friction > 0 or m.rolling_friction > 0 for m in p.materials) or p.domain.wall_friction > 0
+             or p.domain.wall_rolling_friction > 0)
+    if rough and not frictional:
+        problems.append("friction (this peer input is frictionless)")
+    if rough and frictional and not (p.rotation and p.friction_model == "spring"):
+        problems.append("friction without rotation and a tangential spring (LAMMPS' linear_history)")
+    if p.contact_normal != "hooke" or any(m.cohesion > 0 for m in p.materials) or p.domain.wall_cohesion > 0:
+        problems.append("Hertz–Mindlin or cohesion (the peer inputs run the linear law)")
     if p.domain.open_sides:
         problems.append("open sides")
     if p.gravity.rotation_axis is not None and p.gravity.rotation_rate != 0.0:
@@ -72,12 +90,14 @@ def peer_physics(model: Model) -> PeerPhysics:
         problems.append("colliders")
     if problems:
         raise MochiError("The peer inputs cannot reproduce a scene with " + ", ".join(problems) + ".")
-    beta, _ = pair_tables(p.materials)
-    wall_beta, _ = wall_tables(p.materials, p.domain.wall_restitution, p.domain.wall_friction)
+    beta, mu = pair_tables(p.materials)
+    wall_beta, wall_mu = wall_tables(p.materials, p.domain.wall_restitution, p.domain.wall_friction)
+    roll, wall_roll = rolling_tables(p.materials, p.domain.wall_rolling_friction)
     return PeerPhysics(stiffness=float(p.stiffness), beta=float(beta[0, 0]), wall_beta=float(wall_beta[0]),
                        dt=float(p.dt), gravity=tuple(float(g) for g in p.gravity.vector),
                        density=float(p.materials[0].density), lo=tuple(map(float, p.domain.lo)),
-                       hi=tuple(map(float, p.domain.hi)))
+                       hi=tuple(map(float, p.domain.hi)), friction=float(mu[0, 0]), wall_friction=float(wall_mu[0]),
+                       rolling=float(roll[0, 0]), wall_rolling=float(wall_roll[0]))
 
 
 def gravity_command(physics: PeerPhysics) -> str:
