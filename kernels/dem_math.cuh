@@ -1,6 +1,6 @@
-// Device functions shared by kernels/dem_common.cu, kernels/grid.cu and kernels/optix_dem.cu:
-// the contact law of engine/contact_law.py, the pair test, the field table of engine/fields.py, and
-// the cell/hash/Morton helpers. Included, not compiled on its own.
+// Device functions shared by kernels/dem_common.cu, kernels/grid.cu and kernels/optix_dem.cu: the
+// pair test and the grain pairs' contact forces (the float32 instances of kernels/contact_law.cuh), the
+// field table of engine/fields.py, and the cell/hash/Morton helpers. Included, not compiled on its own.
 #pragma once
 #include "contact_law.cuh"
 #include "dem_params.h"
