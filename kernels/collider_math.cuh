@@ -1,14 +1,16 @@
-// Grains against triangle-mesh colliders, one grain at a time: the contact forces (friction models
-// 'damper' and 'spring', the latter with the tangential springs kept per grain and contact slot) and the
-// swept test of engine/colliders/kernels.py, line for line, so that the GPU finds the same contacts,
-// forces and springs as the CPU reference. kernels/colliders.cu wraps these in CUDA kernels (one thread per
-// slot); tests/engine/test_collider_device_math.py compiles them for the host and compares them with
-// the numba kernels. Included, not compiled on its own.
+// Grains against triangle-mesh colliders, one grain at a time: the contact forces (the double instances
+// of kernels/contact_law.cuh; friction models 'damper' and 'spring', the latter with the tangential
+// springs kept per grain and contact slot) and the swept test of engine/colliders/kernels.py, line for
+// line, so that the GPU finds the same contacts, forces and springs as the CPU reference.
+// kernels/colliders.cu wraps these in CUDA kernels (one thread per slot);
+// tests/engine/test_collider_device_math.py compiles them for the host and compares them with the numba
+// kernels. Included, not compiled on its own.
 //
 // Arithmetic is double throughout, as in the numba kernels, and the launcher compiles with
 // --fmad=false: without fused multiply-adds every operation rounds as numpy/numba round it, so the same
 // inputs give the same bits on the CPU reference, on the host build and on the GPU.
 #pragma once
+#include "contact_law.cuh"
 #include "dem_params.h"
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
@@ -234,173 +236,6 @@ COLLIDER_HD void collider_gather(const ColliderParams& C, const ColliderProximit
     }
 }
 
-// The wall form of the contact law (engine/backends/cpu_kernels._contact) in double: force on the
-// grain from a contact at distance dist along (dx, dy, dz), overlap δ, relative velocity dv. With spring
-// null the tangential force is the history-free capped dashpot ('damper'); otherwise spring[0..2] is
-// the tangential spring ξ [m], updated in place over dt [s] with stiffness ratio k_t / k ('spring').
-// dem_contact (kernels/dem_math.cuh) is the same law in float32 for grain pairs and walls; this one is
-// double, as the CPU reference evaluates collider contacts, and builds for the host without CUDA.
-COLLIDER_HD void collider_contact(double dx, double dy, double dz, double dist, double overlap, double dvx,
-                                  double dvy, double dvz, double m_eff, double stiffness, double beta, double mu,
-                                  double& fx, double& fy, double& fz, double* spring = nullptr, double dt = 0.0,
-                                  double tangential_ratio = 0.0) {
-    double nx = 1.0, ny = 0.0, nz = 0.0;
-    if (dist > 0.0) {
-        nx = dx / dist;
-        ny = dy / dist;
-        nz = dz / dist;
-    }
-    const double root = sqrt(m_eff * stiffness);
-    const double v_n = dvx * nx + dvy * ny + dvz * nz;
-    const double f_n = stiffness * overlap - 2.0 * beta * root * v_n;
-    fx = f_n * nx;
-    fy = f_n * ny;
-    fz = f_n * nz;
-    const double tx = dvx - v_n * nx, ty = dvy - v_n * ny, tz = dvz - v_n * nz;
-    const double cap = mu * (0.0 > f_n ? 0.0 : f_n);  // Python's max(f_n, 0.0), signed zeros included
-    if (spring != nullptr) {
-        const double k_t = tangential_ratio * stiffness;
-        const double g_t = 2.0 * beta * sqrt(m_eff * k_t);
-        double sx = spring[0], sy = spring[1], sz = spring[2];
-        const double along = sx * nx + sy * ny + sz * nz;  // keep the spring in the current tangent plane
-        sx = sx - along * nx + tx * dt;
-        sy = sy - along * ny + ty * dt;
-        sz = sz - along * nz + tz * dt;
-        double ftx = -k_t * sx - g_t * tx;
-        double fty = -k_t * sy - g_t * ty;
-        double ftz = -k_t * sz - g_t * tz;
-        const double magnitude = sqrt(ftx * ftx + fty * fty + ftz * ftz);
-        if (magnitude > cap) {
-            const double scale = cap / magnitude;
-            ftx *= scale;
-            fty *= scale;
-            ftz *= scale;
-            // Sliding: shorten the spring so that it alone (with the dashpot) gives the capped force.
-            sx = -(ftx + g_t * tx) / k_t;
-            sy = -(fty + g_t * ty) / k_t;
-            sz = -(ftz + g_t * tz) / k_t;
-        }
-        spring[0] = sx;
-        spring[1] = sy;
-        spring[2] = sz;
-        fx = fx + ftx;
-        fy = fy + fty;
-        fz = fz + ftz;
-        return;
-    }
-    const double speed_t = sqrt(tx * tx + ty * ty + tz * tz);
-    if (speed_t > 0.0) {
-        const double spring_t = 2.0 * root * speed_t;
-        const double f_t = (cap < spring_t ? cap : spring_t) / speed_t;
-        fx -= f_t * tx;
-        fy -= f_t * ty;
-        fz -= f_t * tz;
-    }
-}
-
-// The full law of engine/backends/cpu_kernels._contact_full (rotation, rolling resistance, cohesion) in
-// double, line for line, on a contact of unit normal n: force on i (fx, fy, fz) [N] and torque on i
-// (tx, ty, tz) [N m]. dv = v_i − v_j; w_i, w_j angular velocities [rad/s]; arms R_i, R_j and rolling
-// radius r_eff [m]; cohesive = c·A [N]; spring[0..2] the tangential spring (null: the capped damper),
-// rolling[0..2] the rolling history (read only when mu_roll > 0). Colliders call it as the CPU reference
-// calls the wall's law: w_j = 0, R_j = 0, r_eff = r, cohesive = c·π(2rδ − δ²).
-COLLIDER_HD void collider_contact_full(double nx, double ny, double nz, double overlap, double dvx, double dvy,
-                                       double dvz, double wix, double wiy, double wiz, double wjx, double wjy,
-                                       double wjz, double arm_i, double arm_j, double r_eff, double m_eff,
-                                       double stiffness, double beta, double mu, double mu_roll, double cohesive,
-                                       double* spring, double* rolling, double dt, double tangential_ratio,
-                                       double& fx, double& fy, double& fz, double& tx, double& ty, double& tz) {
-    const double root = sqrt(m_eff * stiffness);
-    const double v_n = dvx * nx + dvy * ny + dvz * nz;
-    double f_n = stiffness * overlap - 2.0 * beta * root * v_n;
-    const double cap_force = 0.0 > f_n ? 0.0 : f_n;  // Python's max(f_n, 0.0); the caps leave cohesion out
-    f_n -= cohesive;
-    const double ax = arm_i * wix + arm_j * wjx;
-    const double ay = arm_i * wiy + arm_j * wjy;
-    const double az = arm_i * wiz + arm_j * wjz;
-    const double cvx = dvx - (ay * nz - az * ny);
-    const double cvy = dvy - (az * nx - ax * nz);
-    const double cvz = dvz - (ax * ny - ay * nx);
-    const double c_n = cvx * nx + cvy * ny + cvz * nz;
-    const double ux = cvx - c_n * nx, uy = cvy - c_n * ny, uz = cvz - c_n * nz;
-    const double cap = mu * cap_force;
-    const double k_t = tangential_ratio * stiffness;
-    const double g_t = 2.0 * beta * sqrt(m_eff * k_t);
-    double ftx = 0.0, fty = 0.0, ftz = 0.0;
-    if (spring != nullptr) {
-        double sx = spring[0], sy = spring[1], sz = spring[2];
-        const double along = sx * nx + sy * ny + sz * nz;
-        sx = sx - along * nx + ux * dt;
-        sy = sy - along * ny + uy * dt;
-        sz = sz - along * nz + uz * dt;
-        ftx = -k_t * sx - g_t * ux;
-        fty = -k_t * sy - g_t * uy;
-        ftz = -k_t * sz - g_t * uz;
-        const double magnitude = sqrt(ftx * ftx + fty * fty + ftz * ftz);
-        if (magnitude > cap) {
-            const double scale = cap / magnitude;
-            ftx *= scale;
-            fty *= scale;
-            ftz *= scale;
-            sx = -(ftx + g_t * ux) / k_t;
-            sy = -(fty + g_t * uy) / k_t;
-            sz = -(ftz + g_t * uz) / k_t;
-        }
-        spring[0] = sx;
-        spring[1] = sy;
-        spring[2] = sz;
-    } else {
-        const double speed_t = sqrt(ux * ux + uy * uy + uz * uz);
-        if (speed_t > 0.0) {
-            const double spring_t = 2.0 * root * speed_t;
-            const double f_t = (cap < spring_t ? cap : spring_t) / speed_t;
-            ftx = -f_t * ux;
-            fty = -f_t * uy;
-            ftz = -f_t * uz;
-        }
-    }
-    const double cx = ny * ftz - nz * fty;
-    const double cy = nz * ftx - nx * ftz;
-    const double cz = nx * fty - ny * ftx;
-    tx = -arm_i * cx;
-    ty = -arm_i * cy;
-    tz = -arm_i * cz;
-    if (mu_roll > 0.0 && rolling != nullptr) {
-        const double rx = wix - wjx, ry = wiy - wjy, rz = wiz - wjz;
-        const double vrx = r_eff * (ry * nz - rz * ny);
-        const double vry = r_eff * (rz * nx - rx * nz);
-        const double vrz = r_eff * (rx * ny - ry * nx);
-        double sx = rolling[0], sy = rolling[1], sz = rolling[2];
-        const double along = sx * nx + sy * ny + sz * nz;
-        sx = sx - along * nx + vrx * dt;
-        sy = sy - along * ny + vry * dt;
-        sz = sz - along * nz + vrz * dt;
-        double frx = -k_t * sx - g_t * vrx;
-        double fry = -k_t * sy - g_t * vry;
-        double frz = -k_t * sz - g_t * vrz;
-        const double magnitude = sqrt(frx * frx + fry * fry + frz * frz);
-        const double cap_r = mu_roll * cap_force;
-        if (magnitude > cap_r) {
-            const double scale = cap_r / magnitude;
-            frx *= scale;
-            fry *= scale;
-            frz *= scale;
-            sx = -(frx + g_t * vrx) / k_t;
-            sy = -(fry + g_t * vry) / k_t;
-            sz = -(frz + g_t * vrz) / k_t;
-        }
-        rolling[0] = sx;
-        rolling[1] = sy;
-        rolling[2] = sz;
-        tx += r_eff * (ny * frz - nz * fry);
-        ty += r_eff * (nz * frx - nx * frz);
-        tz += r_eff * (nx * fry - ny * frx);
-    }
-    fx = f_n * nx + ftx;
-    fy = f_n * ny + fty;
-    fz = f_n * nz + ftz;
-}
-
 // The contact springs of the grain in slot i against collider C: its row (by model index), −1
 // without springs (neither tangential springs nor rolling resistance).
 COLLIDER_HD int collider_spring_row(const DemParams& P, const ColliderParams& C, int i) {
@@ -426,7 +261,7 @@ COLLIDER_HD void collider_forget(const DemParams& P, const ColliderParams& C, in
 // spots in double (kernels.collider_forces). With springs, a new contact inherits the spring of the
 // grain's unused slot whose normal is closest (cosine above COLLIDER_MATCH_COS), and the slots are then
 // rewritten with this step's contacts in order, as the CPU reference keeps them. With rotation
-// (DemParams::rotation) or cohesion against C the contacts use the full law (collider_contact_full: the
+// (DemParams::rotation) or cohesion against C the contacts use the full law (ContactLaw::Full: the
 // grain's ω in the slip and rolling velocities, the tangential force at the arm r − δ/2, rolling
 // resistance μ_r, SJKR cohesion c·π(2rδ − δ²)) and their torques [N m] are summed into *torque.
 COLLIDER_HD double3 collider_resolve(const DemParams& P, const ColliderParams& C, int i,
@@ -469,10 +304,10 @@ COLLIDER_HD double3 collider_resolve(const DemParams& P, const ColliderParams& C
             collider_face_normal(C, t, dx, dy, dz);
             dist_used = 1.0;
         }
+        const double nx = dx / dist_used, ny = dy / dist_used, nz = dz / dist_used;
         double* spring = nullptr;
         double* rolling = nullptr;
         if (row >= 0) {
-            const double nx = dx / dist_used, ny = dy / dist_used, nz = dz / dist_used;
             // Inherit the spring of the old slot with the nearest normal, if near enough.
             int best = -1;
             double best_cos = COLLIDER_MATCH_COS;
@@ -497,37 +332,59 @@ COLLIDER_HD double3 collider_resolve(const DemParams& P, const ColliderParams& C
         }
         double svx, svy, svz;
         collider_surface_velocity(C, t, q.w0, q.w1, q.w2, svx, svy, svz);
-        double fx, fy, fz;
+        // The law's histories as vectors, written back below (hist keeps the CPU reference's layout).
+        double3 xi = make_double3(0.0, 0.0, 0.0), xi_r = make_double3(0.0, 0.0, 0.0);
+        if (spring != nullptr) xi = make_double3(spring[0], spring[1], spring[2]);
+        if (rolling != nullptr) xi_r = make_double3(rolling[0], rolling[1], rolling[2]);
+        double3 f;
         const double c_surface = C.cohesion[material];
         if (P.rotation || c_surface > 0.0) {
             const double overlap = reach - dist;
             const double r = (double)p4.w;
-            // The wall's contact disc: the shell's face cuts the sphere δ deep (math.pi's double).
-            const double cohesive = c_surface > 0.0
-                ? c_surface * 3.141592653589793 * (2.0 * r * overlap - overlap * overlap) : 0.0;
-            double wx = 0.0, wy = 0.0, wz = 0.0;
+            ContactRotation<double> rotation;
+            rotation.arm_i = r - 0.5 * overlap;
+            rotation.arm_j = 0.0;
+            rotation.w_i = make_double3(0.0, 0.0, 0.0);
             if (P.rotation) {
                 const float4 w = P.omega[i];
-                wx = (double)w.x;
-                wy = (double)w.y;
-                wz = (double)w.z;
+                rotation.w_i = make_double3((double)w.x, (double)w.y, (double)w.z);
             }
-            double tx, ty, tz;
-            collider_contact_full(dx / dist_used, dy / dist_used, dz / dist_used, overlap, (double)v4.x - svx,
-                                  (double)v4.y - svy, (double)v4.z - svz, wx, wy, wz, 0.0, 0.0, 0.0, r - 0.5 * overlap,
-                                  0.0, r, m, C.stiffness, C.beta[material], C.mu[material], C.roll[material],
-                                  cohesive, spring, rolling, C.dt, C.tangential_ratio, fx, fy, fz, tx, ty, tz);
-            torque_sum.x += tx;
-            torque_sum.y += ty;
-            torque_sum.z += tz;
+            rotation.w_j = make_double3(0.0, 0.0, 0.0);
+            rotation.r_eff = r;
+            rotation.mu_r = C.roll[material];
+            // The wall's contact disc: the shell's face cuts the sphere δ deep (math.pi's double).
+            rotation.cohesion = c_surface > 0.0
+                ? c_surface * 3.141592653589793 * (2.0 * r * overlap - overlap * overlap) : 0.0;
+            ContactTorqueArms<double> arms;
+            f = contact_force<double, ContactLaw::Full>(
+                nx, ny, nz, overlap, (double)v4.x - svx, (double)v4.y - svy, (double)v4.z - svz, m, C.stiffness,
+                C.beta[material], C.mu[material], spring != nullptr ? &xi : nullptr, C.dt, C.tangential_ratio,
+                &rotation, rotation.mu_r > 0.0 && rolling != nullptr ? &xi_r : nullptr, &arms);
+            const double3 tau = contact_torque_i(arms, rotation);
+            torque_sum.x += tau.x;
+            torque_sum.y += tau.y;
+            torque_sum.z += tau.z;
         } else {
-            collider_contact(dx, dy, dz, dist_used, reach - dist, (double)v4.x - svx, (double)v4.y - svy,
-                             (double)v4.z - svz, m, C.stiffness, C.beta[material], C.mu[material], fx, fy, fz, spring,
-                             C.dt, C.tangential_ratio);
+            // As the CPU reference's _contact: +x where there is no distance (a NaN centre only).
+            const bool has_normal = dist_used > 0.0;
+            f = contact_force<double, ContactLaw::Paper>(
+                has_normal ? nx : 1.0, has_normal ? ny : 0.0, has_normal ? nz : 0.0, reach - dist,
+                (double)v4.x - svx, (double)v4.y - svy, (double)v4.z - svz, m, C.stiffness, C.beta[material],
+                C.mu[material], spring != nullptr ? &xi : nullptr, C.dt, C.tangential_ratio);
         }
-        sum.x += fx;
-        sum.y += fy;
-        sum.z += fz;
+        if (spring != nullptr) {
+            spring[0] = xi.x;
+            spring[1] = xi.y;
+            spring[2] = xi.z;
+        }
+        if (rolling != nullptr) {
+            rolling[0] = xi_r.x;
+            rolling[1] = xi_r.y;
+            rolling[2] = xi_r.z;
+        }
+        sum.x += f.x;
+        sum.y += f.y;
+        sum.z += f.z;
     }
     if (row >= 0) {
         const int written = kept > old ? kept : old;

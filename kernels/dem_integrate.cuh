@@ -78,7 +78,7 @@ __device__ __forceinline__ void dem_walls_rotating(const DemParams& P, int i, fl
         float3 spring = make_float3(0.0f, 0.0f, 0.0f), rolling = make_float3(0.0f, 0.0f, 0.0f);
         if (wall_springs != nullptr) spring = make_float3(wall_springs[side].x, wall_springs[side].y, wall_springs[side].z);
         if (wall_rolling != nullptr) rolling = make_float3(wall_rolling[side].x, wall_rolling[side].y, wall_rolling[side].z);
-        DemRotating r;
+        ContactRotation<float> r;
         r.arm_i = (float)((double)p.w - 0.5 * overlap);
         r.arm_j = 0.0f;
         r.w_i = dem_omega(P, i);
@@ -86,17 +86,17 @@ __device__ __forceinline__ void dem_walls_rotating(const DemParams& P, int i, fl
         r.r_eff = p.w;
         r.mu_r = mu_r;
         r.cohesion = c > 0.0f ? (float)((double)c * dem_wall_contact_area((double)p.w, overlap)) : 0.0f;
-        DemTorqueArms arms;
-        const float3 w = dem_contact_rotating(axis == 0 ? sign : 0.0f, axis == 1 ? sign : 0.0f, axis == 2 ? sign : 0.0f,
-                                              (float)overlap, v.x, v.y, v.z, v.w, P.stiffness, P.wall_beta[material],
-                                              P.wall_mu[material], r, arms, wall_springs != nullptr ? &spring : nullptr,
-                                              mu_r > 0.0f ? &rolling : nullptr, *P.history_dt, P.tangential_ratio);
+        ContactTorqueArms<float> arms;
+        const float3 w = contact_force<float, ContactLaw::Full>(
+            axis == 0 ? sign : 0.0f, axis == 1 ? sign : 0.0f, axis == 2 ? sign : 0.0f, (float)overlap, v.x, v.y, v.z,
+            v.w, P.stiffness, P.wall_beta[material], P.wall_mu[material], wall_springs != nullptr ? &spring : nullptr,
+            *P.history_dt, P.tangential_ratio, &r, mu_r > 0.0f ? &rolling : nullptr, &arms);
         if (wall_springs != nullptr) wall_springs[side] = make_float4(spring.x, spring.y, spring.z, 0.0f);
         if (wall_rolling != nullptr) wall_rolling[side] = make_float4(rolling.x, rolling.y, rolling.z, 0.0f);
         f.x += w.x;
         f.y += w.y;
         f.z += w.z;
-        const float3 tau = dem_torque_i(arms, r);
+        const float3 tau = contact_torque_i(arms, r);
         torque.x += tau.x;
         torque.y += tau.y;
         torque.z += tau.z;
@@ -233,10 +233,10 @@ __device__ __forceinline__ void dem_integrate_slot(const DemParams& P, float ax,
         const float sign = low ? 1.0f : -1.0f;
         float3 spring = make_float3(0.0f, 0.0f, 0.0f);
         if (wall_springs != nullptr) spring = make_float3(wall_springs[side].x, wall_springs[side].y, wall_springs[side].z);
-        const float3 w = dem_contact(axis == 0 ? sign : 0.0f, axis == 1 ? sign : 0.0f, axis == 2 ? sign : 0.0f,
-                                     (float)overlap, v.x, v.y, v.z, m, P.stiffness, P.wall_beta[material],
-                                     P.wall_mu[material], wall_springs != nullptr ? &spring : nullptr, P.dt,
-                                     P.tangential_ratio);
+        const float3 w = contact_force<float, ContactLaw::Paper>(
+            axis == 0 ? sign : 0.0f, axis == 1 ? sign : 0.0f, axis == 2 ? sign : 0.0f, (float)overlap, v.x, v.y, v.z, m,
+            P.stiffness, P.wall_beta[material], P.wall_mu[material], wall_springs != nullptr ? &spring : nullptr, P.dt,
+            P.tangential_ratio);
         if (wall_springs != nullptr) wall_springs[side] = make_float4(spring.x, spring.y, spring.z, 0.0f);
         fx += w.x;
         fy += w.y;

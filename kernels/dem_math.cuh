@@ -1,7 +1,8 @@
-// Device functions shared by kernels/dem_common.cu, kernels/grid.cu and kernels/optix_dem.cu:
-// the contact law of engine/contact_law.py, the pair test, the field table of engine/fields.py, and
-// the cell/hash/Morton helpers. Included, not compiled on its own.
+// Device functions shared by kernels/dem_common.cu, kernels/grid.cu and kernels/optix_dem.cu: the
+// pair test and the grain pairs' contact forces (the float32 instances of kernels/contact_law.cuh), the
+// field table of engine/fields.py, and the cell/hash/Morton helpers. Included, not compiled on its own.
 #pragma once
+#include "contact_law.cuh"
 #include "dem_params.h"
 
 #define DEM_INT_MAX 2147483647
@@ -24,180 +25,6 @@ __device__ __forceinline__ bool dem_touch(const float4 a, const float4 b, DemPai
     return p.d2 <= __dmul_rn(p.reach, p.reach);
 }
 
-// Force on i of the linear spring-dashpot with regularised Coulomb friction (engine.contact_law);
-// float32 arithmetic. n is the unit normal from j to i, overlap δ ≥ 0, dv = v_i − v_j.
-// With spring null the tangential force is the history-free capped dashpot ('damper'); otherwise
-// *spring is the tangential spring ξ [m] as seen from i, updated in place over dt [s] with stiffness
-// ratio k_t / k ('spring': static friction, engine/backends/cpu_kernels._contact, in the same order).
-__device__ __forceinline__ float3 dem_contact(float nx, float ny, float nz, float overlap,
-                                                    float dvx, float dvy, float dvz, float m_eff,
-                                                    float stiffness, float beta, float mu,
-                                                    float3* spring = nullptr, float dt = 0.0f,
-                                                    float tangential_ratio = 0.0f) {
-    const float root = sqrtf(m_eff * stiffness);
-    const float v_n = dvx * nx + dvy * ny + dvz * nz;
-    const float f_n = stiffness * overlap - 2.0f * beta * root * v_n;
-    float3 f = make_float3(f_n * nx, f_n * ny, f_n * nz);
-    const float tx = dvx - v_n * nx, ty = dvy - v_n * ny, tz = dvz - v_n * nz;
-    const float cap = mu * fmaxf(f_n, 0.0f);
-    if (spring != nullptr) {
-        const float k_t = tangential_ratio * stiffness;
-        const float g_t = 2.0f * beta * sqrtf(m_eff * k_t);
-        const float along = spring->x * nx + spring->y * ny + spring->z * nz;  // keep ξ in the tangent plane
-        float sx = spring->x - along * nx + tx * dt;
-        float sy = spring->y - along * ny + ty * dt;
-        float sz = spring->z - along * nz + tz * dt;
-        float ftx = -k_t * sx - g_t * tx, fty = -k_t * sy - g_t * ty, ftz = -k_t * sz - g_t * tz;
-        const float magnitude = sqrtf(ftx * ftx + fty * fty + ftz * ftz);
-        if (magnitude > cap) {
-            const float scale = cap / magnitude;
-            ftx *= scale;
-            fty *= scale;
-            ftz *= scale;
-            // Sliding: shorten the spring so that it alone (with the dashpot) gives the capped force.
-            sx = -(ftx + g_t * tx) / k_t;
-            sy = -(fty + g_t * ty) / k_t;
-            sz = -(ftz + g_t * tz) / k_t;
-        }
-        *spring = make_float3(sx, sy, sz);
-        f.x += ftx;
-        f.y += fty;
-        f.z += ftz;
-        return f;
-    }
-    const float speed_t = sqrtf(tx * tx + ty * ty + tz * tz);
-    if (speed_t > 0.0f) {
-        const float f_t = fminf(2.0f * root * speed_t, cap) / speed_t;
-        f.x -= f_t * tx;
-        f.y -= f_t * ty;
-        f.z -= f_t * tz;
-    }
-    return f;
-}
-
-// What the rotating law adds to one contact (engine.contact_law, issue 16): the branch arms and angular
-// velocities that give the velocity at the contact point, the rolling spring–dashpot–slider (LAMMPS
-// pair granular "rolling sds") and the SJKR cohesive force. A wall is j with arm_j = 0 and w_j = 0.
-struct DemRotating {
-    float arm_i, arm_j;  // R_i = r_i − δ/2, R_j = r_j − δ/2 [m] (contact point at −R_i n from i, +R_j n from j)
-    float3 w_i, w_j;     // angular velocities [rad/s] (zero without rotation)
-    float r_eff;         // rolling radius r_i r_j / (r_i + r_j) [m] (wall: r_i)
-    float mu_r;          // rolling friction coefficient (the rolling part runs only with rolling != null)
-    float cohesion;      // SJKR attraction c·A [N], ≥ 0, subtracted from the normal force
-};
-
-// The torque-carrying parts of a contact's force, for the torques of both particles:
-//   τ_i = −R_i n × F_t + R_eff n × F_r,   τ_j = −R_j n × F_t − R_eff n × F_r.
-struct DemTorqueArms {
-    float3 n_x_ft;  // n × F_t [N] (F_t: tangential force on i)
-    float3 n_x_fr;  // n × F_r [N] (F_r: rolling resistance "force" of i, torque only)
-};
-
-__device__ __forceinline__ float3 dem_cross(float3 a, float3 b) {
-    return make_float3(a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x);
-}
-
-// Torque on i from arms (DemTorqueArms) [N m].
-__device__ __forceinline__ float3 dem_torque_i(const DemTorqueArms& t, const DemRotating& r) {
-    return make_float3(-r.arm_i * t.n_x_ft.x + r.r_eff * t.n_x_fr.x, -r.arm_i * t.n_x_ft.y + r.r_eff * t.n_x_fr.y,
-                       -r.arm_i * t.n_x_ft.z + r.r_eff * t.n_x_fr.z);
-}
-
-// Torque on j [N m].
-__device__ __forceinline__ float3 dem_torque_j(const DemTorqueArms& t, const DemRotating& r) {
-    return make_float3(-r.arm_j * t.n_x_ft.x - r.r_eff * t.n_x_fr.x, -r.arm_j * t.n_x_ft.y - r.r_eff * t.n_x_fr.y,
-                       -r.arm_j * t.n_x_ft.z - r.r_eff * t.n_x_fr.z);
-}
-
-// Force on i of the rotating law (issue 16), float32; everything as dem_contact, plus:
-//   v_c = (v_i − v_j) − (R_i ω_i + R_j ω_j) × n replaces v_i − v_j in the tangential part,
-//   v_t = v_c − (v_c·n) n (the normal force keeps v_n = (v_i − v_j)·n);
-//   f_n ← f_n − c·A (cohesion; the friction and rolling caps use f_n without it, as LAMMPS/LIGGGHTS);
-//   with rolling non-null, the rolling history ξ_r [m] evolves as the tangential spring does with
-//   v_r = R_eff (ω_i − ω_j) × n, F_r = −k_r ξ_r − γ_r v_r capped at μ_r max(f_n, 0), k_r = k_t.
-// ξ_r and v_r are the same seen from either particle (both factors of the cross product change sign),
-// so a pair's rolling history is never negated, unlike its spring.
-__device__ __forceinline__ float3 dem_contact_rotating(float nx, float ny, float nz, float overlap, float dvx,
-                                                       float dvy, float dvz, float m_eff, float stiffness,
-                                                       float beta, float mu, const DemRotating& r,
-                                                       DemTorqueArms& arms, float3* spring, float3* rolling,
-                                                       float dt, float tangential_ratio) {
-    const float root = sqrtf(m_eff * stiffness);
-    const float v_n = dvx * nx + dvy * ny + dvz * nz;
-    const float f_n = stiffness * overlap - 2.0f * beta * root * v_n;
-    const float f_applied = f_n - r.cohesion;
-    float3 f = make_float3(f_applied * nx, f_applied * ny, f_applied * nz);
-    const float3 n = make_float3(nx, ny, nz);
-    const float3 spin = make_float3(r.arm_i * r.w_i.x + r.arm_j * r.w_j.x, r.arm_i * r.w_i.y + r.arm_j * r.w_j.y,
-                                    r.arm_i * r.w_i.z + r.arm_j * r.w_j.z);
-    const float3 surface = dem_cross(spin, n);
-    const float cx = dvx - surface.x, cy = dvy - surface.y, cz = dvz - surface.z;
-    const float c_n = cx * nx + cy * ny + cz * nz;
-    const float tx = cx - c_n * nx, ty = cy - c_n * ny, tz = cz - c_n * nz;
-    const float cap = mu * fmaxf(f_n, 0.0f);
-    const float k_t = tangential_ratio * stiffness;
-    const float g_t = 2.0f * beta * sqrtf(m_eff * k_t);
-    float ftx, fty, ftz;
-    if (spring != nullptr) {
-        const float along = spring->x * nx + spring->y * ny + spring->z * nz;
-        float sx = spring->x - along * nx + tx * dt;
-        float sy = spring->y - along * ny + ty * dt;
-        float sz = spring->z - along * nz + tz * dt;
-        ftx = -k_t * sx - g_t * tx;
-        fty = -k_t * sy - g_t * ty;
-        ftz = -k_t * sz - g_t * tz;
-        const float magnitude = sqrtf(ftx * ftx + fty * fty + ftz * ftz);
-        if (magnitude > cap) {
-            const float scale = cap / magnitude;
-            ftx *= scale;
-            fty *= scale;
-            ftz *= scale;
-            sx = -(ftx + g_t * tx) / k_t;
-            sy = -(fty + g_t * ty) / k_t;
-            sz = -(ftz + g_t * tz) / k_t;
-        }
-        *spring = make_float3(sx, sy, sz);
-    } else {
-        ftx = fty = ftz = 0.0f;
-        const float speed_t = sqrtf(tx * tx + ty * ty + tz * tz);
-        if (speed_t > 0.0f) {
-            const float f_t = fminf(2.0f * root * speed_t, cap) / speed_t;
-            ftx = -f_t * tx;
-            fty = -f_t * ty;
-            ftz = -f_t * tz;
-        }
-    }
-    f.x += ftx;
-    f.y += fty;
-    f.z += ftz;
-    arms.n_x_ft = dem_cross(n, make_float3(ftx, fty, ftz));
-    arms.n_x_fr = make_float3(0.0f, 0.0f, 0.0f);
-    if (rolling != nullptr) {
-        const float3 relrot = make_float3(r.w_i.x - r.w_j.x, r.w_i.y - r.w_j.y, r.w_i.z - r.w_j.z);
-        const float3 rc = dem_cross(relrot, n);
-        const float vrx = r.r_eff * rc.x, vry = r.r_eff * rc.y, vrz = r.r_eff * rc.z;
-        const float along = rolling->x * nx + rolling->y * ny + rolling->z * nz;
-        float sx = rolling->x - along * nx + vrx * dt;
-        float sy = rolling->y - along * ny + vry * dt;
-        float sz = rolling->z - along * nz + vrz * dt;
-        float frx = -k_t * sx - g_t * vrx, fry = -k_t * sy - g_t * vry, frz = -k_t * sz - g_t * vrz;
-        const float cap_r = r.mu_r * fmaxf(f_n, 0.0f);
-        const float magnitude = sqrtf(frx * frx + fry * fry + frz * frz);
-        if (magnitude > cap_r) {
-            const float scale = cap_r / magnitude;
-            frx *= scale;
-            fry *= scale;
-            frz *= scale;
-            sx = -(frx + g_t * vrx) / k_t;
-            sy = -(fry + g_t * vry) / k_t;
-            sz = -(frz + g_t * vrz) / k_t;
-        }
-        *rolling = make_float3(sx, sy, sz);
-        arms.n_x_fr = dem_cross(n, make_float3(frx, fry, frz));
-    }
-    return f;
-}
-
 // SJKR contact area [m²] of two spheres whose centres are d apart (d2 = d², overlap δ = r_i + r_j − d),
 // from the float32 radii, as engine.contact_law.contact_area and the CPU kernels:
 // A = π/4 δ (d + r_i − r_j)(d − r_i + r_j)(d + r_i + r_j) / d², 0 for coincident centres. Grouped as
@@ -216,7 +43,7 @@ __device__ __forceinline__ double dem_wall_contact_area(double r, double overlap
     return pi * (2.0 * r * overlap - overlap * overlap);
 }
 
-// True when a contact needs the rotating law (issue 16) rather than the paper's dem_contact.
+// True when a contact needs the rotating law (issue 16, ContactLaw::Full) rather than the paper's.
 __device__ __forceinline__ bool dem_rotating_law(const DemParams& P) {
     return P.rotation || P.rolling_model || P.cohesion_model || P.bond_count > 0 || P.clump_count > 0;
 }
@@ -233,14 +60,15 @@ __device__ __forceinline__ float3 dem_omega(const DemParams& P, int i) {
     return make_float3(w.x, w.y, w.z);
 }
 
-// Force on particle i from touching particle j under the rotating law (dem_contact_rotating), with the
-// same normal and material look-up as dem_pair_force; arms receives what the torques need and r the
-// contact's arms. rolling is used only when the pair has rolling friction (else left untouched, zero).
+// Force on particle i from touching particle j under the rotating law (contact_force, ContactLaw::Full,
+// float32), with the same normal and material look-up as dem_pair_force; arms receives what the torques
+// need and r the contact's arms. rolling is used only when the pair has rolling friction (else left
+// untouched, zero).
 __device__ __forceinline__ float3 dem_pair_force_rotating(const DemParams& P, const DemPair& p, int i, int j,
                                                           const float4 vi, const float4 vj, unsigned int info_i,
                                                           unsigned int info_j, float ri, float rj, float tie_sign,
-                                                          float3* spring, float3* rolling, DemRotating& r,
-                                                          DemTorqueArms& arms) {
+                                                          float3* spring, float3* rolling, ContactRotation<float>& r,
+                                                          ContactTorqueArms<float>& arms) {
     const double dist = sqrt(p.d2);
     float nx = tie_sign, ny = 0.0f, nz = 0.0f;
     if (dist > 0.0) {
@@ -262,13 +90,14 @@ __device__ __forceinline__ float3 dem_pair_force_rotating(const DemParams& P, co
     if (P.cohesion_model && P.cohesion[k] > 0.0f) {
         r.cohesion = (float)((double)P.cohesion[k] * dem_contact_area((double)ri, (double)rj, p.d2, overlap));
     }
-    return dem_contact_rotating(nx, ny, nz, (float)overlap, vi.x - vj.x, vi.y - vj.y, vi.z - vj.z, m_eff,
-                                P.stiffness, P.beta[k], P.mu[k], r, arms, spring, r.mu_r > 0.0f ? rolling : nullptr,
-                                *P.history_dt, P.tangential_ratio);
+    return contact_force<float, ContactLaw::Full>(nx, ny, nz, (float)overlap, vi.x - vj.x, vi.y - vj.y, vi.z - vj.z,
+                                                  m_eff, P.stiffness, P.beta[k], P.mu[k], spring, *P.history_dt,
+                                                  P.tangential_ratio, &r, r.mu_r > 0.0f ? rolling : nullptr, &arms);
 }
 
-// Force on particle i from touching particle j (p from dem_touch). Exactly antisymmetric: swapping i
-// and j negates every input that carries a direction (the spring too), and IEEE negation is exact.
+// Force on particle i from touching particle j (p from dem_touch) under the paper's law (contact_force,
+// ContactLaw::Paper, float32). Exactly antisymmetric: swapping i and j negates every input that carries
+// a direction (the spring too), and IEEE negation is exact.
 // Coincident centres have no normal: ±x, with tie_sign = +1 on one side of the pair and −1 on the other.
 __device__ __forceinline__ float3 dem_pair_force(const DemParams& P, const DemPair& p,
                                                  const float4 vi, const float4 vj,
@@ -284,8 +113,9 @@ __device__ __forceinline__ float3 dem_pair_force(const DemParams& P, const DemPa
     const int mi = (int)(info_i >> DEM_INFO_MATERIAL_SHIFT), mj = (int)(info_j >> DEM_INFO_MATERIAL_SHIFT);
     const int k = mi * P.material_count + mj;
     const float m_eff = vi.w * vj.w / (vi.w + vj.w);
-    return dem_contact(nx, ny, nz, (float)(p.reach - dist), vi.x - vj.x, vi.y - vj.y, vi.z - vj.z, m_eff,
-                       P.stiffness, P.beta[k], P.mu[k], spring, P.dt, P.tangential_ratio);
+    return contact_force<float, ContactLaw::Paper>(nx, ny, nz, (float)(p.reach - dist), vi.x - vj.x, vi.y - vj.y,
+                                                   vi.z - vj.z, m_eff, P.stiffness, P.beta[k], P.mu[k], spring, P.dt,
+                                                   P.tangential_ratio);
 }
 
 // The particle of a touching pair that owns it: the smaller sphere, the smaller model index on ties

@@ -138,15 +138,15 @@ extern "C" __global__ void __launch_bounds__(256, GRID_FORCES_MIN_BLOCKS) grid_f
             const bool owner = dem_owns(model_i, pi.w, model_j, pj.w);
             float3 spring = make_float3(0.0f, 0.0f, 0.0f), rolling = make_float3(0.0f, 0.0f, 0.0f);
             if (rows) dem_pair_history(P, parity, model_i, model_j, owner, spring, rolling);
-            DemRotating r;
-            DemTorqueArms arms;
+            ContactRotation<float> r;
+            ContactTorqueArms<float> arms;
             const float3 f = dem_pair_force_rotating(P, pair, i, j, vi, P.vel[j], info_i, P.info[j], pi.w, pj.w, tie,
                                                      P.spring_model ? &spring : nullptr, &rolling, r, arms);
             if (rows && owner) dem_history_keep(P, kept, model_j, spring, rolling);
             sum.x += f.x;
             sum.y += f.y;
             sum.z += f.z;
-            const float3 tau = dem_torque_i(arms, r);
+            const float3 tau = contact_torque_i(arms, r);
             torque.x += tau.x;
             torque.y += tau.y;
             torque.z += tau.z;

@@ -106,8 +106,8 @@ __device__ __forceinline__ void optix_dem_rotating(const DemParams& P, int i) {
             const float tie = model_i < model_j ? 1.0f : -1.0f;
             float3 spring = make_float3(0.0f, 0.0f, 0.0f), rolling = make_float3(0.0f, 0.0f, 0.0f);
             if (rows) dem_pair_history(P, parity, model_i, model_j, true, spring, rolling);
-            DemRotating r;
-            DemTorqueArms arms;
+            ContactRotation<float> r;
+            ContactTorqueArms<float> arms;
             const float3 f = dem_pair_force_rotating(P, pair, i, j, vi, P.vel[j], info_i, P.info[j], pi.w, pj.w, tie,
                                                      P.spring_model ? &spring : nullptr, &rolling, r, arms);
             if (rows) dem_history_keep(P, kept, model_j, spring, rolling);
@@ -116,11 +116,11 @@ __device__ __forceinline__ void optix_dem_rotating(const DemParams& P, int i) {
             sum.z += f.z;
             optix_dem_add(P.force + j, make_float3(-f.x, -f.y, -f.z));
             if (P.rotation) {
-                const float3 tau = dem_torque_i(arms, r);
+                const float3 tau = contact_torque_i(arms, r);
                 torque.x += tau.x;
                 torque.y += tau.y;
                 torque.z += tau.z;
-                optix_dem_add(P.torque + j, dem_torque_j(arms, r));
+                optix_dem_add(P.torque + j, contact_torque_j(arms, r));
             }
         }
         if (q.count > 0) q.after = q.slot[q.count - 1];
