@@ -14,8 +14,10 @@ import bpy
 HIDDEN_TAG = "mochi_hid_render"
 #: Tag of the sources and previews a bake hid in the viewport (Delete Bake shows them again).
 VIEWPORT_HIDDEN_TAG = "mochi_hid_viewport"
-#: Tag of a playback object hidden by Convert Frame to Mesh (new frames or Load Cache show it again).
-CONVERTED_HIDDEN_TAG = "mochi_hid_after_convert"
+#: Tags of a playback object hidden by Convert Frame to Mesh, in renders and in the viewport (new frames
+#: or Load Cache show it again).
+CONVERTED_TAGS = ("mochi_hid_render_after_convert", "mochi_hid_viewport_after_convert")
+SOURCE_TAGS = (HIDDEN_TAG, VIEWPORT_HIDDEN_TAG)
 
 
 def set_hidden(obj: bpy.types.Object, hidden: bool) -> bool:
@@ -32,6 +34,28 @@ def set_hidden(obj: bpy.types.Object, hidden: bool) -> bool:
     return done
 
 
+def _hide(obj: bpy.types.Object, tags: tuple[str, str]) -> None:
+    """Hide ``obj`` in renders and in the viewport, tagging with ``tags`` (render, viewport) only what this
+    changed, so that ``_show`` shows that again and nothing the artist hid."""
+    render_tag, viewport_tag = tags
+    if not obj.hide_render:
+        obj.hide_render = True
+        obj[render_tag] = True
+    if not obj.hide_get() and set_hidden(obj, True):
+        obj[viewport_tag] = True
+
+
+def _show(obj: bpy.types.Object, tags: tuple[str, str]) -> None:
+    """Show again what ``_hide`` hid of ``obj`` under ``tags``."""
+    render_tag, viewport_tag = tags
+    if obj.get(render_tag):
+        obj.hide_render = False
+        del obj[render_tag]
+    if obj.get(viewport_tag):
+        set_hidden(obj, False)
+        del obj[viewport_tag]
+
+
 def hide_sources(scene: bpy.types.Scene) -> None:
     """Hide the scene's particle sources and pack previews from renders and from the viewport while a
     bake exists (the baked grains show instead, not a second copy floating where they started); the
@@ -39,47 +63,23 @@ def hide_sources(scene: bpy.types.Scene) -> None:
     for obj in scene.objects:
         preview = obj.mochi.role == "SOURCE" and obj.mochi.pack_preview
         for target in (obj, preview) if obj.mochi.role == "SOURCE" else ():
-            if not target:
-                continue
-            if not target.hide_render:
-                target.hide_render = True
-                target[HIDDEN_TAG] = True
-            if not target.hide_get() and set_hidden(target, True):
-                target[VIEWPORT_HIDDEN_TAG] = True
+            if target:
+                _hide(target, SOURCE_TAGS)
 
 
 def show_hidden_sources(scene: bpy.types.Scene) -> None:
     """Show again, in renders and the viewport, what ``hide_sources`` hid (Delete Bake)."""
     for obj in scene.objects:
-        if obj.get(HIDDEN_TAG):
-            obj.hide_render = False
-            del obj[HIDDEN_TAG]
-        if obj.get(VIEWPORT_HIDDEN_TAG):
-            set_hidden(obj, False)
-            del obj[VIEWPORT_HIDDEN_TAG]
+        _show(obj, SOURCE_TAGS)
 
 
 def hide_converted_playback(obj: bpy.types.Object) -> None:
     """Hide the playback object in the viewport and in renders once one of its frames has been converted to
     a mesh: the mesh stands where the grains are, and both would be drawn and rendered (twice the geometry
-    to draw, surfaces fighting). What this hid is tagged ("viewport", "render"), so that
-    ``show_converted_playback`` shows that again and nothing the artist hid."""
-    hid = []
-    if not obj.hide_get() and set_hidden(obj, True):
-        hid.append("viewport")
-    if not obj.hide_render:
-        obj.hide_render = True
-        hid.append("render")
-    if hid:
-        obj[CONVERTED_HIDDEN_TAG] = " ".join(hid)
+    to draw, surfaces fighting). Tagged as the sources are, under tags of its own."""
+    _hide(obj, CONVERTED_TAGS)
 
 
 def show_converted_playback(obj: bpy.types.Object) -> None:
     """Show again what ``hide_converted_playback`` hid of the playback (new frames or a cache to see)."""
-    hid = str(obj.get(CONVERTED_HIDDEN_TAG, "")).split()
-    if "viewport" in hid:
-        set_hidden(obj, False)
-    if "render" in hid:
-        obj.hide_render = False
-    if CONVERTED_HIDDEN_TAG in obj:
-        del obj[CONVERTED_HIDDEN_TAG]
+    _show(obj, CONVERTED_TAGS)
