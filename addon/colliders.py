@@ -21,6 +21,7 @@ import bpy
 import numpy as np
 
 from ..engine.errors import MochiError
+from ..engine.settings_schema import BLENDER_PREFIX, COLLIDER, surface_values
 from .settings import ColliderSettings
 from .snapshot import matrix_to_numpy, mesh_blender_to_arrays
 
@@ -151,9 +152,7 @@ def colliders_blender_to_settings(context, objects, *, frame_start: int, frame_c
     result = []
     for obj in objects:
         s = obj.mochi
-        surface = dict(name=obj.name, thickness=s.collider_thickness, restitution=s.collider_restitution,
-                       friction=s.collider_friction, rolling_friction=s.collider_rolling_friction,
-                       cohesion=s.collider_cohesion)
+        surface = dict(name=obj.name, **surface_values(s, COLLIDER, prefix=BLENDER_PREFIX[COLLIDER]))
         local, triangles = meshes[obj.name]
         if obj.name in deforming:
             result.append(_deforming_or_static(surface, keys[obj.name], triangles, times))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..engine.settings_schema import COLLIDER, GRAIN, WALL, surface_table
 from .settings import BakeSettings
 
 AUTO = "auto"
@@ -42,12 +43,7 @@ def _collider(collider, mesh_path: str) -> dict:
 
     from ..engine.errors import MochiError
 
-    entry = {"type": "mesh", "path": mesh_path, "name": collider.name, "thickness": float(collider.thickness),
-             "restitution": float(collider.restitution), "friction": float(collider.friction)}
-    # Presets store only what differs from the defaults (0: no rolling resistance, no stickiness).
-    for key in ("rolling_friction", "cohesion"):
-        if getattr(collider, key):
-            entry[key] = float(getattr(collider, key))
+    entry = {"type": "mesh", "path": mesh_path, "name": collider.name, **surface_table(collider, COLLIDER)}
     if collider.kind == "deforming":
         raise MochiError(f"The collider '{collider.name}' deforms over the frames, which a preset cannot hold; "
                          "make it static or rigid (no modifiers or shape keys that move it) to save a preset.")
@@ -93,11 +89,7 @@ def settings_to_preset(settings: BakeSettings, *, name: str, description: str = 
         meshes[path] = (place_vertices(source.vertices, transform=source.matrix_world, name=source.name),
                         np.asarray(source.triangles))
         emitters.append(_emitter(index, source, sim.seed + index, path))
-        materials.append({"name": source.name, "density": float(source.density),
-                          "restitution": float(source.restitution), "friction": float(source.friction),
-                          "rolling_friction": float(source.rolling_friction), "cohesion": float(source.cohesion),
-                          "youngs_modulus": float(source.youngs_modulus),
-                          "poisson_ratio": float(source.poisson_ratio)})
+        materials.append({"name": source.name, **surface_table(source, GRAIN)})
     colliders = []
     for collider in settings.colliders:
         path = mesh_path(collider.name)
@@ -119,11 +111,7 @@ def settings_to_preset(settings: BakeSettings, *, name: str, description: str = 
         "contact": {"normal": sim.contact_normal, "friction_model": sim.friction_model,
                     "rotation": bool(sim.rotation), "integrator": sim.integrator},
         "domain": {"lo": _vector(dom.lo), "hi": _vector(dom.hi), "open": list(dom.open_sides),
-                   "wall_restitution": float(dom.wall_restitution), "wall_friction": float(dom.wall_friction),
-                   "wall_rolling_friction": float(dom.wall_rolling_friction),
-                   "wall_cohesion": float(dom.wall_cohesion),
-                   "wall_youngs_modulus": float(dom.wall_youngs_modulus),
-                   "wall_poisson_ratio": float(dom.wall_poisson_ratio)},
+                   **surface_table(dom, WALL)},
         "gravity": gravity,
         "materials": materials,
         "emitters": emitters,

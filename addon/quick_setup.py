@@ -12,6 +12,9 @@ from pathlib import Path
 import bpy
 import numpy as np
 
+from ..engine.settings_schema import GRAIN, surface_values
+from .properties.object import set_surface
+
 #: The domain is this many times the sources' footprint wide, so the grains have room to spread.
 DOMAIN_SPREAD = 3.0
 #: Room above the sources, as a share of their height (a falling pile never reaches the lid).
@@ -140,8 +143,7 @@ def apply_look(obj: bpy.types.Object, look, *, radius: float | None = None) -> N
     s.size_mode = "RADIUS"
     s.radius = float(radius if radius is not None else look.radius)
     s.small_ratio = float(look.small_ratio)
-    s.density, s.restitution, s.friction = float(m.density), float(m.restitution), float(m.friction)
-    s.rolling_friction, s.cohesion = float(m.rolling_friction), float(m.cohesion)
+    set_surface(s, GRAIN, surface_values(m, GRAIN))
     body = getattr(look, "body", "loose")
     s.body = body.upper()
     if body == "glued" and getattr(look, "glue_strength", 0.0) > 0.0:

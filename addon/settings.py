@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..engine.settings_schema import COLLIDER, GRAIN, WALL, settings_dataclass, surface_values
+
 #: Manifest key telling playback which axis is up in a cache; Blender bakes are Z-up, engine presets Y-up.
 UP_AXIS_KEY = "up_axis"
 #: Manifest entries written by the add-on (kept when a bake is resumed).
@@ -21,7 +23,7 @@ MANIFEST_INFO_KEYS = (UP_AXIS_KEY, "blender_scene", "blend_file", "frame_start_s
 
 
 @dataclass(frozen=True, eq=False)
-class SourceSettings:
+class _SourceSettings:
     """One particle source: a mesh to pack and the material of its grains.
 
     Attributes:
@@ -33,18 +35,14 @@ class SourceSettings:
         count: Target number of spheres, or None when ``radius`` is given.
         small_ratio: Smallest radius as a fraction of the largest (1 = one size).
         shell_layers: 0 fills the volume; n > 0 keeps only n layers of spheres under the surface.
-        density: Grain density [kg/m³].
-        restitution: Normal coefficient of restitution in (0, 1].
-        friction: Coulomb friction coefficient.
-        rolling_friction: Rolling-resistance coefficient ("Rolling").
-        cohesion: SJKR cohesion [Pa] ("Stickiness").
         body: 'loose', 'glued' or 'rigid' (engine.model.Body).
         glue_strength: Break stress of a glued object's bonds [Pa] ("Glue").
-        youngs_modulus: Young's modulus E [Pa] of the grains (Hertz–Mindlin only).
-        poisson_ratio: Poisson's ratio ν of the grains, in [0, 0.5) (Hertz–Mindlin only).
         linear_velocity: Initial velocity of the object's origin [m/s], (x, y, z).
         angular_velocity: Initial angular velocity about the origin [rad/s], (x, y, z).
         pivot: World position of the object's origin [m], (x, y, z).
+
+    Its material (density, friction, ...) is engine.settings_schema's grain settings, as on
+    ``engine.model.Material``.
     """
 
     name: str
@@ -55,22 +53,24 @@ class SourceSettings:
     count: int | None
     small_ratio: float
     shell_layers: int
-    density: float
-    restitution: float
-    friction: float
     linear_velocity: tuple[float, float, float] = (0.0, 0.0, 0.0)
     angular_velocity: tuple[float, float, float] = (0.0, 0.0, 0.0)
     pivot: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    rolling_friction: float = 0.0
-    cohesion: float = 0.0
     body: str = "loose"
     glue_strength: float = 1.0e5
-    youngs_modulus: float = 5.0e6
-    poisson_ratio: float = 0.3
+
+    def material(self):
+        """The engine material of this source's grains, named after the object."""
+        from ..engine.model import Material
+
+        return Material(name=self.name, **surface_values(self, GRAIN))
+
+
+SourceSettings = settings_dataclass("SourceSettings", _SourceSettings, GRAIN, eq=False)
 
 
 @dataclass(frozen=True)
-class DomainSettings:
+class _DomainSettings:
     """The simulation box, taken from the world bounding box of the domain object.
 
     Attributes:
@@ -78,28 +78,27 @@ class DomainSettings:
         lo: Lower corner [m].
         hi: Upper corner [m].
         open_sides: Sides without a wall, among engine.model.SIDES.
-        wall_restitution: Restitution of particle–wall contacts.
-        wall_friction: Friction coefficient of particle–wall contacts.
-        wall_rolling_friction: Rolling-resistance coefficient of the walls.
-        wall_cohesion: Cohesion of the walls [Pa].
-        wall_youngs_modulus: Young's modulus E [Pa] of the walls and mesh colliders (Hertz–Mindlin only).
-        wall_poisson_ratio: Poisson's ratio ν of the walls and mesh colliders (Hertz–Mindlin only).
+
+    The walls' settings (wall_friction, ...) are engine.settings_schema's, as on ``engine.model.Domain``.
     """
 
     name: str
     lo: tuple[float, float, float]
     hi: tuple[float, float, float]
     open_sides: tuple[str, ...]
-    wall_restitution: float
-    wall_friction: float
-    wall_rolling_friction: float = 0.0
-    wall_cohesion: float = 0.0
-    wall_youngs_modulus: float = 5.0e6
-    wall_poisson_ratio: float = 0.3
+
+    def domain(self):
+        """The engine domain: this box and its walls."""
+        from ..engine.model import Domain
+
+        return Domain(lo=self.lo, hi=self.hi, open_sides=self.open_sides, **surface_values(self, WALL))
+
+
+DomainSettings = settings_dataclass("DomainSettings", _DomainSettings, WALL)
 
 
 @dataclass(frozen=True, eq=False)
-class ColliderSettings:
+class _ColliderSettings:
     """One collider mesh and how it moves over the bake, captured frame by frame (``addon.colliders``).
 
     Exactly one of three layouts, named by ``kind``:
@@ -113,29 +112,21 @@ class ColliderSettings:
         name: Blender object name.
         vertices: Vertex positions [m], float64 (vertex_count, 3), as described above.
         triangles: Vertex indices of the triangulated faces, int32 (triangle_count, 3).
-        thickness: Surface thickness [m].
-        restitution: Restitution of the surface in (0, 1].
-        friction: Coulomb friction coefficient of the surface.
-        rolling_friction: Rolling-resistance coefficient μ_r of the surface (averaged with the grain's).
-        cohesion: SJKR cohesion c of the surface [Pa] (a contact uses the smaller of it and the grain's).
         times: Key times [s] from the bake's first frame, float64 (key_count,), or None when static.
         translations: World position of the body origin per key [m], float64 (key_count, 3) (rigid).
         rotations: Rotation matrix per key, float64 (key_count, 3, 3) (rigid).
         key_vertices: World vertex positions per key [m], float32 (key_count, vertex_count, 3) (deforming).
+
+    The surface (thickness, restitution, friction, ...) is engine.settings_schema's collider settings.
     """
 
     name: str
     vertices: np.ndarray
     triangles: np.ndarray
-    thickness: float
-    restitution: float
-    friction: float
     times: np.ndarray | None = None
     translations: np.ndarray | None = None
     rotations: np.ndarray | None = None
     key_vertices: np.ndarray | None = None
-    rolling_friction: float = 0.0
-    cohesion: float = 0.0
 
     @property
     def kind(self) -> str:
@@ -143,6 +134,9 @@ class ColliderSettings:
         if self.key_vertices is not None:
             return "deforming"
         return "rigid" if self.rotations is not None else "static"
+
+
+ColliderSettings = settings_dataclass("ColliderSettings", _ColliderSettings, COLLIDER, eq=False)
 
 
 @dataclass(frozen=True)
@@ -258,9 +252,7 @@ def collider_settings_to_engine(collider: ColliderSettings):
     """
     from ..engine.colliders import Collider, DeformMotion, RigidMotionKeyframes
 
-    surface = dict(name=collider.name, triangles=collider.triangles, thickness=collider.thickness,
-                   restitution=collider.restitution, friction=collider.friction,
-                   rolling_friction=collider.rolling_friction, cohesion=collider.cohesion)
+    surface = dict(name=collider.name, triangles=collider.triangles, **surface_values(collider, COLLIDER))
     if collider.kind == "rigid":
         motion = RigidMotionKeyframes(times=collider.times, translations=collider.translations,
                                       rotations=collider.rotations)
@@ -289,7 +281,7 @@ def setup_from_settings(settings: BakeSettings):
     Raises:
         MochiError: a source cannot be packed, a collider is invalid, or the scene is invalid.
     """
-    from ..engine.model import Body, Domain, Gravity, Material
+    from ..engine.model import Body, Gravity
     from ..engine.packing import rigid_spins, rigid_velocities
     from ..engine.scene import setup_from_arrays
 
@@ -309,22 +301,15 @@ def setup_from_settings(settings: BakeSettings):
             notes.append(f"'{source.name}' turns, but its grains do not spin with it: Rotating Grains is off.")
         spins.append(rigid_spins(len(packed.radius), spin))
         material_index.append(np.full(len(packed.radius), index, np.int32))
-        materials.append(Material(name=source.name, density=source.density,
-                                  restitution=source.restitution, friction=source.friction,
-                                  rolling_friction=source.rolling_friction, cohesion=source.cohesion,
-                                  youngs_modulus=source.youngs_modulus, poisson_ratio=source.poisson_ratio))
+        materials.append(source.material())
     material_index = np.concatenate(material_index)
     gravity = Gravity(vector=sim.gravity, rotation_axis=sim.gravity_axis,
                       rotation_rate=sim.gravity_rate if sim.gravity_axis is not None else 0.0)
-    domain = Domain(lo=dom.lo, hi=dom.hi, open_sides=dom.open_sides,
-                    wall_restitution=dom.wall_restitution, wall_friction=dom.wall_friction,
-                    wall_rolling_friction=dom.wall_rolling_friction, wall_cohesion=dom.wall_cohesion,
-                    wall_youngs_modulus=dom.wall_youngs_modulus, wall_poisson_ratio=dom.wall_poisson_ratio)
     setup = setup_from_arrays(
         positions=np.concatenate(positions), radius=np.concatenate(radii),
         velocities=np.concatenate(velocities), angular_velocities=np.concatenate(spins),
         material_index=material_index,
-        object_id=material_index.copy(), materials=materials, domain=domain, gravity=gravity,
+        object_id=material_index.copy(), materials=materials, domain=dom.domain(), gravity=gravity,
         fields=tuple(sim.fields), dt=sim.dt, substeps=sim.substeps, stiffness=sim.stiffness, fps=sim.fps,
         rebuild_interval=sim.rebuild_interval, seed=sim.seed, name=sim.scene_name or "Blender scene",
         colliders=colliders_from_settings(settings), friction_model=sim.friction_model,

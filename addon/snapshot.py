@@ -16,6 +16,7 @@ import bpy
 import numpy as np
 
 from ..engine.errors import MochiError
+from ..engine.settings_schema import BLENDER_PREFIX, GRAIN, WALL, surface_values
 from .settings import BakeSettings, DomainSettings, SimulationSettings, SourceSettings
 
 
@@ -93,10 +94,8 @@ def _source_settings(obj, context, frame_start: int, fps: float) -> SourceSettin
         radius=s.radius if s.size_mode == "RADIUS" else None,
         count=s.count if s.size_mode == "COUNT" else None,
         small_ratio=s.small_ratio, shell_layers=s.shell_layers if s.fill == "SHELL" else 0,
-        density=s.density, restitution=s.restitution, friction=s.friction,
-        linear_velocity=linear, angular_velocity=angular, pivot=pivot,
-        rolling_friction=s.rolling_friction, cohesion=s.cohesion, body=s.body.lower(),
-        glue_strength=s.glue_strength, youngs_modulus=s.youngs_modulus, poisson_ratio=s.poisson_ratio)
+        linear_velocity=linear, angular_velocity=angular, pivot=pivot, body=s.body.lower(),
+        glue_strength=s.glue_strength, **surface_values(s, GRAIN, prefix=BLENDER_PREFIX[GRAIN]))
 
 
 def domain_blender_to_settings(obj: bpy.types.Object) -> DomainSettings:
@@ -107,10 +106,8 @@ def domain_blender_to_settings(obj: bpy.types.Object) -> DomainSettings:
         raise MochiError(f"The domain object '{obj.name}' is flat; its bounding box must have a volume.")
     s = obj.mochi
     return DomainSettings(name=obj.name, lo=tuple(map(float, lo)), hi=tuple(map(float, hi)),
-                          open_sides=tuple(sorted(s.open_sides)), wall_restitution=s.wall_restitution,
-                          wall_friction=s.wall_friction, wall_rolling_friction=s.wall_rolling_friction,
-                          wall_cohesion=s.wall_cohesion, wall_youngs_modulus=s.wall_youngs_modulus,
-                          wall_poisson_ratio=s.wall_poisson_ratio)
+                          open_sides=tuple(sorted(s.open_sides)),
+                          **surface_values(s, WALL, prefix=BLENDER_PREFIX[WALL]))
 
 
 def _vector(values):

@@ -16,7 +16,7 @@ A look file::
     body = "loose"             # optional: "loose" | "glued" | "rigid" (engine.model.Body)
     glue_strength = 1.0e5      # optional, glued bodies only [Pa]
 
-    [material]                 # engine.model.Material; keys as in a preset's [[materials]]
+    [material]                 # engine.model.Material; keys as in a preset's [[materials]] (but name)
     density = 2500
     restitution = 0.3
     friction = 0.6
@@ -32,14 +32,14 @@ from pathlib import Path
 
 from .errors import MochiError
 from .model import Material
-from .preset import _Checker
+from .preset import MATERIAL_KEYS, _Checker
+from .settings_schema import GRAIN
 from .resources import data_dir
 
 #: The look new scenes get (Quick Grains, the demo).
 DEFAULT_LOOK = "sand"
 
 _TOP_KEYS = {"label", "description", "order", "radius", "small_ratio", "body", "glue_strength", "material"}
-_MATERIAL_KEYS = {"density", "restitution", "friction", "rolling_friction", "cohesion"}
 _BODIES = ("loose", "glued", "rigid")
 
 
@@ -86,13 +86,8 @@ def _read(path: Path) -> tuple[int, Look]:
     for required in ("label", "description", "radius", "material"):
         if required not in data:
             c.fail("the file", f"needs '{required}'")
-    m = c.table(data["material"], "[material]", _MATERIAL_KEYS)
-    material = Material(name=path.stem,
-                        density=c.number(m, "[material]", "density", 2500.0, low=0, low_open=True),
-                        restitution=c.number(m, "[material]", "restitution", 0.5, low=0, high=1, low_open=True),
-                        friction=c.number(m, "[material]", "friction", 0.5, low=0),
-                        rolling_friction=c.number(m, "[material]", "rolling_friction", 0.0, low=0),
-                        cohesion=c.number(m, "[material]", "cohesion", 0.0, low=0))
+    m = c.table(data["material"], "[material]", MATERIAL_KEYS - {"name"})
+    material = Material(name=path.stem, **c.surface(m, "[material]", GRAIN))
     body = c.string(data, "the key", "body", "loose", choices=_BODIES)
     glue = c.number(data, "the key", "glue_strength", 1.0e5 if body == "glued" else 0.0, low=0)
     order = c.number(data, "the key", "order", 1000, integer=True)

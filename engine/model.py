@@ -17,66 +17,48 @@ import numpy as np
 from .bonds import BODY_KINDS, Body, check_bodies, make_bonds, make_clumps  # noqa: F401  (Body: this API)
 from .errors import MochiError
 from .fields import ForceField, rotate
+from .settings_schema import GRAIN, WALL, settings_dataclass
 
 #: Names of the six sides of the domain box, in the order used by every wall mask.
 SIDES = ("-x", "+x", "-y", "+y", "-z", "+z")
 
 
 @dataclass(frozen=True)
-class Material:
+class _Material:
     """Bulk properties shared by a group of particles.
+
+    Pair values: restitution and friction are averaged over the two materials, rolling resistance μ_r
+    too (the rolling torque is capped at μ_r · f_n · R_eff), cohesion (SJKR, an attractive c·A over the
+    contact area A) takes the smaller; the Hertz moduli combine as in Hertz–Mindlin
+    (``Physics.contact_normal`` 'hertz'; unused by the linear law).
 
     Attributes:
         name: Label shown to users.
-        density: Mass density [kg/m³].
-        restitution: Normal coefficient of restitution in (0, 1]; 1 is perfectly elastic.
-        friction: Coulomb friction coefficient μ ≥ 0 (0 reproduces the paper, which has none).
-        rolling_friction: Rolling-resistance coefficient μ_r ≥ 0 (dimensionless; the rolling torque
-            is capped at μ_r · f_n · R_eff; pair value: mean of the two). Artist word: "Rolling".
-        cohesion: SJKR cohesion energy density c ≥ 0 [Pa = J/m³]: an attractive normal force c·A over
-            the contact area A (pair value: min of the two). Artist word: "Stickiness".
-        youngs_modulus: Young's modulus E > 0 [Pa] of the Hertz–Mindlin law (``Physics.contact_normal``
-            'hertz'; unused by the linear law). DEM softens real solids (quartz: 7e10 Pa) to ~1e6–1e8 Pa.
-        poisson_ratio: Poisson's ratio ν in [0, 0.5) of the Hertz–Mindlin law.
     """
 
     name: str = "default"
-    density: float = 2500.0
-    restitution: float = 0.5
-    friction: float = 0.5
-    rolling_friction: float = 0.0
-    cohesion: float = 0.0
-    youngs_modulus: float = 5.0e6
-    poisson_ratio: float = 0.3
+
+
+#: The material fields (density, friction, ...) are engine.settings_schema's grain settings.
+Material = settings_dataclass("Material", _Material, GRAIN)
 
 
 @dataclass(frozen=True)
-class Domain:
-    """Axis-aligned simulation box.
+class _Domain:
+    """Axis-aligned simulation box and its walls.
+
+    The walls' Young's modulus and Poisson's ratio serve the mesh colliders too (Hertz–Mindlin only).
 
     Attributes:
         lo: Lower corner [m], (x, y, z).
         hi: Upper corner [m], (x, y, z).
         open_sides: Sides (from ``SIDES``) without a wall; particles leaving through one become
             inactive and stay in the cache.
-        wall_restitution: Restitution of particle–wall contacts.
-        wall_friction: Coulomb friction coefficient of particle–wall contacts.
-        wall_rolling_friction: Rolling-resistance coefficient of the walls (averaged with the
-            material's as for friction).
-        wall_cohesion: SJKR cohesion of the walls [Pa] (a grain–wall pair uses the min of the two).
-        wall_youngs_modulus: Young's modulus of the walls and mesh colliders [Pa] (Hertz–Mindlin only).
-        wall_poisson_ratio: Poisson's ratio of the walls and mesh colliders (Hertz–Mindlin only).
     """
 
     lo: tuple[float, float, float] = (0.0, 0.0, 0.0)
     hi: tuple[float, float, float] = (1.0, 1.0, 1.0)
     open_sides: tuple[str, ...] = ()
-    wall_restitution: float = 0.5
-    wall_friction: float = 0.5
-    wall_rolling_friction: float = 0.0
-    wall_cohesion: float = 0.0
-    wall_youngs_modulus: float = 5.0e6
-    wall_poisson_ratio: float = 0.3
 
     def wall_mask(self) -> np.ndarray:
         """1 where a side has a wall, 0 where it is open; shape (6,), order ``SIDES``."""
@@ -86,6 +68,10 @@ class Domain:
     def size(self) -> np.ndarray:
         """Edge lengths [m], shape (3,)."""
         return np.asarray(self.hi, dtype=np.float64) - np.asarray(self.lo, dtype=np.float64)
+
+
+#: The wall fields (wall_friction, ...) are engine.settings_schema's wall settings.
+Domain = settings_dataclass("Domain", _Domain, WALL)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from .errors import MochiError
 from .fields import FIELD_KINDS, SEED_LIMIT, SHAPES, VORTEX_PROFILES, Z_DIRECTIONS
 from .model import SIDES
 from .preset_colliders import ColliderSpec, parse_colliders
+from .settings_schema import GRAIN, WALL, attribute, read_surface, settings_dataclass, settings_for
 
 AUTO = "auto"
 
@@ -65,7 +66,7 @@ class EmitterSpec:
 
 
 @dataclass(frozen=True)
-class Preset:
+class _Preset:
     """A validated preset. Numbers are SI: m, s, kg, rad."""
 
     source: str
@@ -84,12 +85,6 @@ class Preset:
     domain_lo: tuple[float, float, float] = (0.0, 0.0, 0.0)
     domain_hi: tuple[float, float, float] = (1.0, 1.0, 1.0)
     open_sides: tuple[str, ...] = ()
-    wall_restitution: float = 0.5
-    wall_friction: float = 0.5
-    wall_rolling_friction: float = 0.0
-    wall_cohesion: float = 0.0
-    wall_youngs_modulus: float = 5.0e6
-    wall_poisson_ratio: float = 0.3
     contact_normal: str = "hooke"
     friction_cap: str = "clipped"
     gravity: tuple[float, float, float] = (0.0, -9.81, 0.0)
@@ -103,9 +98,14 @@ class Preset:
     #: saved from Blender, whose coordinates they keep). Recorded as the cache's up axis.
     up_axis: str = "Y"
 
+
     @property
     def folder(self) -> Path:
         return Path(self.source).parent
+
+
+#: The wall fields (wall_friction, ...) are engine.settings_schema's wall settings, as on ``Domain``.
+Preset = settings_dataclass("Preset", _Preset, WALL)
 
 
 # --- validation helpers -------------------------------------------------------------------------
@@ -162,6 +162,10 @@ class _Checker:
             self.fail(f"{where} {key}", f"must be ≤ {high}, not {value!r}")
         return int(value) if integer else float(value)
 
+    def surface(self, data: dict, where: str, surface: str) -> dict[str, float]:
+        """The material or surface settings of ``surface`` in ``data`` (engine.settings_schema), checked."""
+        return read_surface(data, surface, lambda key, message: self.fail(f"{where} {key}", message))
+
     def vector(self, data: dict, where: str, key: str, default, length=3):
         if key not in data:
             return default
@@ -199,8 +203,8 @@ def _short(value) -> str:
 
 
 TOP_KEYS = {"scene", "time", "contact", "domain", "gravity", "materials", "fields", "emitters", "colliders"}
-MATERIAL_KEYS = {"name", "density", "restitution", "friction", "rolling_friction", "cohesion", "youngs_modulus",
-                 "poisson_ratio"}
+MATERIAL_KEYS = {"name", *(attribute(s, GRAIN) for s in settings_for(GRAIN))}
+DOMAIN_KEYS = {"lo", "hi", "open", *(attribute(s, WALL) for s in settings_for(WALL))}
 FIELD_KEYS = {"type", "vector", "axis", "rate", "center", "strength", "core_radius", "path", "lo", "hi",
               "falloff_power", "min_distance", "max_distance", "shape", "z_direction", "flow", "profile", "size",
               "seed"}
@@ -217,9 +221,7 @@ def parse_preset(data: dict, source: str) -> Preset:
     time = c.table(data.get("time", {}), "[time]", {"dt", "substeps", "stiffness", "rebuild_interval"})
     contact = c.table(data.get("contact", {}), "[contact]", {"friction_model", "rotation", "integrator", "normal",
                                                              "friction_cap"})
-    domain = c.table(data.get("domain", {}), "[domain]", {"lo", "hi", "open", "wall_restitution", "wall_friction",
-                                                         "wall_rolling_friction", "wall_cohesion",
-                                                         "wall_youngs_modulus", "wall_poisson_ratio"})
+    domain = c.table(data.get("domain", {}), "[domain]", DOMAIN_KEYS)
     normal = c.string(contact, "[contact]", "normal", "hooke", choices=CONTACT_NORMAL_LAWS)
     if normal == "hertz" and time.get("stiffness", "auto") != "auto":
         c.fail("[time] stiffness", "has no meaning with [contact] normal = \"hertz\" (the stiffness comes from "
@@ -243,18 +245,8 @@ def parse_preset(data: dict, source: str) -> Preset:
     for index, raw in enumerate(raw_materials):
         where = f"[[materials]] #{index + 1}"
         m = c.table(raw, where, MATERIAL_KEYS)
-        materials.append({
-            "name": c.string(m, where, "name", f"material{index}"),
-            # Osmium, the densest element, is 22,590 kg/m³.
-            "density": c.number(m, where, "density", 2500.0, low=0, low_open=True, high=1.0e5),
-            "restitution": c.number(m, where, "restitution", 0.5, low=0, high=1, low_open=True),
-            "friction": c.number(m, where, "friction", 0.5, low=0),
-            "rolling_friction": c.number(m, where, "rolling_friction", 0.0, low=0),
-            "cohesion": c.number(m, where, "cohesion", 0.0, low=0),
-            # Diamond, the stiffest solid, is ~1.2e12 Pa.
-            "youngs_modulus": c.number(m, where, "youngs_modulus", 5.0e6, low=0, low_open=True, high=1.0e13),
-            "poisson_ratio": c.number(m, where, "poisson_ratio", 0.3, low=0, high=0.4999),
-        })
+        materials.append({"name": c.string(m, where, "name", f"material{index}"),
+                          **c.surface(m, where, GRAIN)})
     names = [m["name"] for m in materials]
     if len(set(names)) != len(names):
         c.fail("[[materials]]", "has two materials with the same name")
@@ -325,13 +317,7 @@ def parse_preset(data: dict, source: str) -> Preset:
         rotation=c.boolean(contact, "[contact]", "rotation", True),
         integrator=c.string(contact, "[contact]", "integrator", "verlet", choices=("verlet", "euler")),
         domain_lo=lo, domain_hi=hi, open_sides=tuple(open_sides),
-        wall_restitution=c.number(domain, "[domain]", "wall_restitution", 0.5, low=0, high=1, low_open=True),
-        wall_friction=c.number(domain, "[domain]", "wall_friction", 0.5, low=0),
-        wall_rolling_friction=c.number(domain, "[domain]", "wall_rolling_friction", 0.0, low=0),
-        wall_cohesion=c.number(domain, "[domain]", "wall_cohesion", 0.0, low=0),
-        wall_youngs_modulus=c.number(domain, "[domain]", "wall_youngs_modulus", 5.0e6, low=0, low_open=True,
-                                     high=1.0e13),
-        wall_poisson_ratio=c.number(domain, "[domain]", "wall_poisson_ratio", 0.3, low=0, high=0.4999),
+        **c.surface(domain, "[domain]", WALL),
         contact_normal=normal,
         friction_cap=c.string(contact, "[contact]", "friction_cap", "clipped", choices=FRICTION_CAPS),
         gravity=c.vector(gravity, "[gravity]", "vector", (0.0, -9.81, 0.0)),

@@ -31,25 +31,21 @@ from typing import Any
 
 import numpy as np
 
-COLLIDER_KEYS = {"type", "name", "path", "thickness", "restitution", "friction", "rolling_friction", "cohesion",
-                 "scale", "rotation", "position",
+from .settings_schema import COLLIDER, settings_dataclass, settings_for, surface_values
+
+COLLIDER_KEYS = {"type", "name", "path", *(s.key for s in settings_for(COLLIDER)), "scale", "rotation", "position",
                  "angular_velocity", "pivot", "velocity", "keyframes"}
 KEYFRAME_KEYS = {"time", "position", "rotation"}
 MOTION_KEYS = ("rotation", "position", "angular_velocity", "pivot", "velocity")
 
 
 @dataclass(frozen=True)
-class ColliderSpec:
+class _ColliderSpec:
     """One validated ``[[colliders]]`` table (see the module docstring for the meaning of each key)."""
 
     kind: str
     path: str
     name: str
-    thickness: float = 0.0
-    restitution: float = 0.5
-    friction: float = 0.5
-    rolling_friction: float = 0.0
-    cohesion: float = 0.0
     scale: tuple[float, float, float] = (1.0, 1.0, 1.0)
     rotation: tuple[float, float, float] = (0.0, 0.0, 0.0)
     position: tuple[float, float, float] = (0.0, 0.0, 0.0)
@@ -57,6 +53,10 @@ class ColliderSpec:
     pivot: tuple[float, float, float] | None = None
     velocity: tuple[float, float, float] = (0.0, 0.0, 0.0)
     keyframes: tuple[tuple[float, tuple[float, float, float], tuple[float, float, float]], ...] = ()
+
+
+#: The surface fields (thickness, friction, ...) are engine.settings_schema's collider settings.
+ColliderSpec = settings_dataclass("ColliderSpec", _ColliderSpec, COLLIDER)
 
 
 def parse_colliders(checker, raw: Any, folder: Path) -> tuple[ColliderSpec, ...]:
@@ -105,11 +105,7 @@ def _parse_one(c, raw: Any, where: str, folder: Path) -> ColliderSpec:
         keyframes = tuple(keys)
     return ColliderSpec(
         kind=kind, path=str((folder / path).resolve()), name=c.string(e, where, "name", Path(path).name),
-        thickness=c.number(e, where, "thickness", 0.0, low=0),
-        restitution=c.number(e, where, "restitution", 0.5, low=0, high=1, low_open=True),
-        friction=c.number(e, where, "friction", 0.5, low=0),
-        rolling_friction=c.number(e, where, "rolling_friction", 0.0, low=0),
-        cohesion=c.number(e, where, "cohesion", 0.0, low=0),
+        **c.surface(e, where, COLLIDER),
         scale=scale,
         rotation=c.vector(e, where, "rotation", (0.0, 0.0, 0.0)),
         position=c.vector(e, where, "position", (0.0, 0.0, 0.0)),
@@ -129,8 +125,7 @@ def collider_from_spec(spec: ColliderSpec):
 
     vertices, triangles = load_collider_mesh(spec.path)
     body = vertices * np.asarray(spec.scale, np.float64)
-    surface = dict(name=spec.name, triangles=triangles, thickness=spec.thickness, restitution=spec.restitution,
-                   friction=spec.friction, rolling_friction=spec.rolling_friction, cohesion=spec.cohesion)
+    surface = dict(name=spec.name, triangles=triangles, **surface_values(spec, COLLIDER))
     if spec.keyframes:
         motion = RigidMotionKeyframes(times=[k[0] for k in spec.keyframes],
                                       translations=[k[1] for k in spec.keyframes],

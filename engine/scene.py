@@ -21,6 +21,7 @@ from .model import Body, Domain, Gravity, Material, Model, Physics, build_model,
 from .ply import read_particles
 from .preset import EmitterSpec, Preset
 from .preset_colliders import colliders_from_specs
+from .settings_schema import WALL, surface_values
 from .state import State, make_state
 from .timestep import (TimeStepChoice, choose_time_step, expected_impact_speed, hertz_contacts,
                        rayleigh_time)
@@ -420,9 +421,7 @@ def setup_from_preset(preset: Preset, *, particles: int | None = None,
         material_index = np.concatenate([x[4] for x in parts])
         spins = np.concatenate([x[5] for x in parts])
     domain = Domain(lo=preset.domain_lo, hi=preset.domain_hi, open_sides=preset.open_sides,
-                    wall_restitution=preset.wall_restitution, wall_friction=preset.wall_friction,
-                    wall_rolling_friction=preset.wall_rolling_friction, wall_cohesion=preset.wall_cohesion,
-                    wall_youngs_modulus=preset.wall_youngs_modulus, wall_poisson_ratio=preset.wall_poisson_ratio)
+                    **surface_values(preset, WALL))
     gravity = Gravity(vector=preset.gravity, rotation_axis=preset.gravity_axis, rotation_rate=preset.gravity_rate)
     fields = tuple(ForceField(**f) for f in preset.fields)
     colliders = colliders_from_specs(preset.colliders)

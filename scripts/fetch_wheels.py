@@ -55,6 +55,8 @@ PINS = {
     "filelock": "4.2.11",
     # Presets saved from Blender (engine.preset_writer); pure Python, no requirements.
     "tomli-w": "1.2.0",
+    # The settings schema's loader (engine.settings_schema); compiled (~0.2 MB a platform), no requirements.
+    "msgspec": "0.22.0",
 }
 #: Exceptions to PINS. numba publishes no macOS x86_64 wheels after 0.62.1.
 PINS_BY_PLATFORM = {"macos-x64": {"numba": "0.62.1", "llvmlite": "0.45.1"}}

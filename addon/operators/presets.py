@@ -17,6 +17,9 @@ from pathlib import Path
 import bpy
 from bpy.props import StringProperty
 
+from ...engine.settings_schema import GRAIN, WALL, surface_values
+from ..properties.object import set_surface
+
 #: Engine side name → Blender side name under the Y-up → Z-up turn.
 SIDE_ENGINE_TO_BLENDER = {"-x": "-x", "+x": "+x", "-y": "-z", "+y": "+z", "-z": "+y", "+z": "-y"}
 
@@ -165,21 +168,10 @@ def apply_preset(preset, scene: bpy.types.Scene, active: bpy.types.Object | None
     for obj in scene.objects:
         if obj.mochi.role == "DOMAIN":
             obj.mochi.open_sides = {sides[side] for side in preset.open_sides}
-            obj.mochi.wall_restitution = preset.wall_restitution
-            obj.mochi.wall_friction = preset.wall_friction
-            obj.mochi.wall_rolling_friction = preset.wall_rolling_friction
-            obj.mochi.wall_cohesion = preset.wall_cohesion
-            obj.mochi.wall_youngs_modulus = preset.wall_youngs_modulus
-            obj.mochi.wall_poisson_ratio = preset.wall_poisson_ratio
+            set_surface(obj.mochi, WALL, surface_values(preset, WALL))
     if preset.materials and active is not None and active.mochi.role == "SOURCE":
         material = preset.materials[0]
-        active.mochi.density = material["density"]
-        active.mochi.restitution = material["restitution"]
-        active.mochi.friction = material["friction"]
-        active.mochi.rolling_friction = material["rolling_friction"]
-        active.mochi.cohesion = material["cohesion"]
-        active.mochi.youngs_modulus = material["youngs_modulus"]
-        active.mochi.poisson_ratio = material["poisson_ratio"]
+        set_surface(active.mochi, GRAIN, {key: value for key, value in material.items() if key != "name"})
         if preset.emitters:
             active.mochi.body = preset.emitters[0].body.upper()
             active.mochi.glue_strength = preset.emitters[0].glue_strength

@@ -5,6 +5,8 @@ from __future__ import annotations
 import bpy
 from bpy.props import EnumProperty, FloatProperty, FloatVectorProperty, IntProperty, PointerProperty
 
+from ...engine.settings_schema import SURFACES, Setting, attribute, blender_name, label, settings_for, tooltip
+
 SIDE_ITEMS = (("-x", "-X", "No wall on the -X side"), ("+x", "+X", "No wall on the +X side"),
               ("-y", "-Y", "No wall on the -Y side"), ("+y", "+Y", "No wall on the +Y side"),
               ("-z", "-Z", "No wall on the -Z side (the floor)"), ("+z", "+Z", "No wall on the +Z side"))
@@ -18,7 +20,11 @@ def _role_changed(self, _context):
 
 
 class MochiObjectSettings(bpy.types.PropertyGroup):
-    """What an object is to the simulation (Object.mochi)."""
+    """What an object is to the simulation (Object.mochi).
+
+    The material of a source, the walls of a domain and the surface of a collider are not written out
+    here: ``_add_surface_properties`` adds one property per engine.settings_schema setting.
+    """
 
     role: EnumProperty(
         name="Role", description="What this object is to the Mochi simulation",
@@ -52,35 +58,6 @@ class MochiObjectSettings(bpy.types.PropertyGroup):
     shell_layers: IntProperty(
         name="Layers", description="Number of sphere layers kept under the surface", default=1, min=1,
         soft_min=1, soft_max=10)
-    density: FloatProperty(
-        name="Density", description="Density of the grains, in kilograms per cubic metre (kg/m³)",
-        default=2500.0, min=1.0e-3, soft_min=1.0, soft_max=20000.0)
-    restitution: FloatProperty(
-        name="Restitution", description="Share of the normal speed kept after a collision (1 is elastic)",
-        subtype="FACTOR", default=0.5, min=0.001, max=1.0, soft_min=0.01, soft_max=1.0)
-    friction: FloatProperty(
-        name="Friction", description="Coulomb friction coefficient between grains (0 is frictionless)",
-        default=0.5, min=0.0, soft_min=0.0, soft_max=2.0)
-    rolling_friction: FloatProperty(
-        name="Rolling", description="Rolling resistance (dimensionless): the torque that stops grains rolling "
-        "is capped at this coefficient times the contact force times the grain radius. 0 rolls freely "
-        "(glass beads), 0.1–0.3 like sand or gravel, higher like beans; the pile angle grows with it",
-        default=0.0, min=0.0, soft_min=0.0, soft_max=1.0)
-    cohesion: FloatProperty(
-        name="Stickiness", description="Cohesion in pascals (Pa = J/m³): touching grains pull together with "
-        "this value times their contact area, like damp sand, snow or sugar. With the linear contact "
-        "spring it only holds grains together above stiffness / (2π × radius); below that it softens contacts",
-        default=0.0, min=0.0, soft_min=0.0, soft_max=1.0e6)
-    youngs_modulus: FloatProperty(
-        name="Young's Modulus", description="Stiffness of the grains' material in pascals (Pa), for the "
-        "Hertz–Mindlin contact law (unused by the linear one). DEM softens real solids (quartz: 7e10 Pa) to "
-        "about 1e6–1e8 Pa: a softer material lets grains overlap more and bakes with fewer steps",
-        default=5.0e6, min=1.0, max=1.0e13, soft_min=1.0e4, soft_max=1.0e11)
-    poisson_ratio: FloatProperty(
-        name="Poisson's Ratio", description="Poisson's ratio of the grains' material (dimensionless, 0 to "
-        "0.5), for the Hertz–Mindlin contact law: how much it bulges sideways when squeezed (glass and sand "
-        "about 0.25, rubber near 0.5)",
-        default=0.3, min=0.0, max=0.4999, soft_min=0.0, soft_max=0.4999)
     body: EnumProperty(
         name="Body", description="How the grains packed from this object hold together",
         items=(("LOOSE", "Loose", "Every grain moves on its own"),
@@ -109,56 +86,40 @@ class MochiObjectSettings(bpy.types.PropertyGroup):
     open_sides: EnumProperty(
         name="Open Sides", description="Sides of the box without a wall; grains leaving through them stop",
         items=SIDE_ITEMS, options={"ENUM_FLAG"}, default=set())
-    wall_restitution: FloatProperty(
-        name="Wall Restitution", description="Share of the normal speed kept after hitting a wall",
-        subtype="FACTOR", default=0.5, min=0.001, max=1.0, soft_min=0.01, soft_max=1.0)
-    wall_friction: FloatProperty(
-        name="Wall Friction", description="Coulomb friction coefficient between grains and walls",
-        default=0.5, min=0.0, soft_min=0.0, soft_max=2.0)
-    wall_rolling_friction: FloatProperty(
-        name="Wall Rolling", description="Rolling resistance of the walls (dimensionless, averaged with the "
-        "grain's own Rolling)",
-        default=0.0, min=0.0, soft_min=0.0, soft_max=1.0)
-    wall_cohesion: FloatProperty(
-        name="Wall Stickiness", description="Cohesion of the walls in pascals (Pa); a grain sticks to a wall "
-        "with the smaller of the two Stickiness values",
-        default=0.0, min=0.0, soft_min=0.0, soft_max=1.0e6)
-    wall_youngs_modulus: FloatProperty(
-        name="Wall Young's Modulus", description="Young's modulus of the walls and of every collider in "
-        "pascals (Pa), for the Hertz–Mindlin contact law (unused by the linear one)",
-        default=5.0e6, min=1.0, max=1.0e13, soft_min=1.0e4, soft_max=1.0e11)
-    wall_poisson_ratio: FloatProperty(
-        name="Wall Poisson's Ratio", description="Poisson's ratio of the walls and of every collider "
-        "(dimensionless, 0 to 0.5), for the Hertz–Mindlin contact law",
-        default=0.3, min=0.0, max=0.4999, soft_min=0.0, soft_max=0.4999)
     # --- collider ---
-    collider_thickness: FloatProperty(
-        name="Thickness", description="Thickness of the collider's surface; grains keep their surface half of "
-        "it away from each face, on both sides (0 for a closed mesh or a thin sheet)",
-        subtype="DISTANCE", unit="LENGTH", default=0.0, min=0.0, soft_min=0.0, soft_max=0.1, precision=4)
-    collider_restitution: FloatProperty(
-        name="Restitution", description="Share of the normal speed a grain keeps after hitting this surface "
-        "(averaged with the grain's own restitution)",
-        subtype="FACTOR", default=0.5, min=0.001, max=1.0, soft_min=0.01, soft_max=1.0)
-    collider_friction: FloatProperty(
-        name="Friction", description="Coulomb friction coefficient of this surface (averaged with the grain's "
-        "own friction; 0 is frictionless)",
-        default=0.5, min=0.0, soft_min=0.0, soft_max=2.0)
-    collider_rolling_friction: FloatProperty(
-        name="Rolling", description="Rolling resistance of this surface (dimensionless, averaged with the "
-        "grain's own Rolling; a grain rests on a slope of angle θ while tan θ stays below it). Acts on "
-        "Rotating Grains only",
-        default=0.0, min=0.0, soft_min=0.0, soft_max=1.0)
-    collider_cohesion: FloatProperty(
-        name="Stickiness", description="Cohesion of this surface in pascals (Pa); a grain sticks to it with "
-        "the smaller of the two Stickiness values, as to a wall (it binds above about stiffness/(2π·radius); "
-        "below that it only softens the contact)",
-        default=0.0, min=0.0, soft_min=0.0, soft_max=1.0e6)
     pack_preview: PointerProperty(
         name="Pack Preview", description="Point cloud showing this object's packing (made by Pack)",
         type=bpy.types.Object)
 
 
+def surface_property(setting: Setting, surface: str):
+    """The Blender property of one material or surface setting: its label, tooltip, default, bounds and
+    slider range from the schema."""
+    low = setting.ui_min if setting.low_open else setting.low
+    options = dict(name=label(setting, surface), description=tooltip(setting, surface), default=setting.default,
+                   min=low, soft_min=setting.soft[0], soft_max=setting.soft[1], **setting.blender)
+    if setting.high is not None:
+        options["max"] = setting.high
+    return FloatProperty(**options)
+
+
+def _add_surface_properties(cls) -> None:
+    """Give ``cls`` a property per setting of every surface (source material, walls, collider surface)."""
+    for surface in SURFACES:
+        for setting in settings_for(surface):
+            cls.__annotations__[blender_name(setting, surface)] = surface_property(setting, surface)
+
+
+def set_surface(settings, surface: str, values: dict[str, float]) -> None:
+    """Set the ``surface`` properties of ``settings`` (an ``Object.mochi``) from ``{engine attribute: value}``
+    (``engine.settings_schema.surface_values`` of a look, a preset, a material)."""
+    for setting in settings_for(surface):
+        key = attribute(setting, surface)
+        if key in values:
+            setattr(settings, blender_name(setting, surface), float(values[key]))
+
+
+_add_surface_properties(MochiObjectSettings)
 CLASSES = (MochiObjectSettings,)
 
 

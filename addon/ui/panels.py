@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import bpy
 
+from ...engine.settings_schema import COLLIDER, GRAIN, WALL
+
 
 class _PhysicsPanel:
     bl_space_type = "PROPERTIES"
@@ -44,13 +46,7 @@ class MOCHI_PT_object(_PhysicsPanel, bpy.types.Panel):
         col.prop(s, "fill")
         if s.fill == "SHELL":
             col.prop(s, "shell_layers")
-        col = layout.column(heading="Material")
-        col.prop(s, "density")
-        col.prop(s, "restitution")
-        col.prop(s, "friction")
-        col.prop(s, "rolling_friction")
-        col.prop(s, "cohesion")
-        _draw_moduli(layout, s, ("youngs_modulus", "poisson_ratio"), hertz)
+        _draw_surface(layout.column(heading="Material"), s, GRAIN, hertz)
         col = layout.column()
         col.prop(s, "body")
         if s.body == "GLUED":
@@ -66,23 +62,14 @@ class MOCHI_PT_object(_PhysicsPanel, bpy.types.Panel):
     def draw_domain(layout, s, hertz: bool):
         row = layout.row(heading="Open Sides")
         row.prop(s, "open_sides")
-        layout.prop(s, "wall_restitution")
-        layout.prop(s, "wall_friction")
-        layout.prop(s, "wall_rolling_friction")
-        layout.prop(s, "wall_cohesion")
-        _draw_moduli(layout, s, ("wall_youngs_modulus", "wall_poisson_ratio"), hertz)
+        _draw_surface(layout.column(), s, WALL, hertz)
 
     @staticmethod
     def draw_collider(layout, obj, hertz: bool):
         from ..colliders import collider_deforms
 
         s = obj.mochi
-        col = layout.column(heading="Surface")
-        col.prop(s, "collider_thickness")
-        col.prop(s, "collider_restitution")
-        col.prop(s, "collider_friction")
-        col.prop(s, "collider_rolling_friction")
-        col.prop(s, "collider_cohesion")
+        _draw_surface(layout.column(heading="Surface"), s, COLLIDER, hertz)
         if hertz:  # the engine gives every collider the walls' moduli: say where they are set
             layout.label(text="Young's modulus and Poisson's ratio: the domain's walls'", icon="INFO")
         if obj.type != "MESH":
@@ -142,13 +129,20 @@ class MOCHI_PT_simulation(_PhysicsPanel, bpy.types.Panel):
 GPU_BACKENDS = frozenset({"cuda", "optix"})
 
 
-def _draw_moduli(layout, s, names: tuple[str, str], hertz: bool) -> None:
-    """Young's modulus and Poisson's ratio ``names`` of ``s``, greyed out (still editable) unless the
-    contact law is Hertz–Mindlin, the only one that reads them."""
-    col = layout.column()
-    col.active = hertz
-    for name in names:
-        col.prop(s, name)
+def _draw_surface(col, s, surface: str, hertz: bool) -> None:
+    """The material or surface settings of ``surface`` on ``s`` (engine.settings_schema, in its order);
+    those only Hertz–Mindlin reads (Young's modulus, Poisson's ratio) in a column of their own, greyed
+    out (still editable) unless that is the contact law."""
+    from ...engine.settings_schema import blender_name, settings_for
+
+    for setting in settings_for(surface):
+        if not setting.hertz_only:
+            col.prop(s, blender_name(setting, surface))
+    moduli = col.column()
+    moduli.active = hertz
+    for setting in settings_for(surface):
+        if setting.hertz_only:
+            moduli.prop(s, blender_name(setting, surface))
 
 
 class MOCHI_PT_bake(_PhysicsPanel, bpy.types.Panel):

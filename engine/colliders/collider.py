@@ -14,13 +14,14 @@ import numpy as np
 
 from ..errors import MochiError
 from ..packing.mesh import check_triangle_arrays, read_trimesh
+from ..settings_schema import COLLIDER, settings_dataclass, settings_for
 from .motion import DeformMotion, RigidMotionAnalytic, RigidMotionKeyframes
 
 Motion = RigidMotionAnalytic | RigidMotionKeyframes | DeformMotion | None
 
 
 @dataclass(frozen=True, eq=False)
-class Collider:
+class _Collider:
     """One triangle-mesh collider.
 
     Attributes:
@@ -29,39 +30,27 @@ class Collider:
             deforming collider (for a deforming one, those of its first key), body-frame positions for a
             rigid one.
         triangles: Vertex indices, int64 (triangle_count, 3).
-        thickness: Shell thickness [m] ≥ 0; grains keep their centres r + thickness/2 from the surface.
-        restitution: Restitution of the surface, averaged with the grain material's like walls do.
-        friction: Coulomb friction coefficient of the surface, averaged likewise.
-        rolling_friction: Rolling-resistance coefficient μ_r of the surface ≥ 0, averaged with the grain
-            material's as the walls' is (acts only on rotating grains).
-        cohesion: SJKR cohesion c of the surface [Pa] ≥ 0; a grain–collider contact uses the smaller of
-            this and the grain material's, as against a wall.
         motion: None (static), ``RigidMotionAnalytic``, ``RigidMotionKeyframes`` or ``DeformMotion``.
+
+    The surface (thickness [m], grains keeping their centres r + thickness/2 from it; restitution,
+    friction and rolling resistance averaged with the grain material's as the walls' are; cohesion [Pa],
+    the smaller of it and the grain's) are engine.settings_schema's collider settings.
     """
 
     name: str
     vertices: np.ndarray
     triangles: np.ndarray
-    thickness: float = 0.0
-    restitution: float = 0.5
-    friction: float = 0.5
     motion: Motion = None
-    rolling_friction: float = 0.0
-    cohesion: float = 0.0
 
     def __post_init__(self):
         vertices, triangles = check_collider_mesh(self.vertices, self.triangles, self.name)
         object.__setattr__(self, "vertices", vertices)
         object.__setattr__(self, "triangles", triangles)
-        for key, value, low, high in (("thickness", self.thickness, 0.0, None),
-                                      ("restitution", self.restitution, 0.0, 1.0),
-                                      ("friction", self.friction, 0.0, None),
-                                      ("rolling_friction", self.rolling_friction, 0.0, None),
-                                      ("cohesion", self.cohesion, 0.0, None)):
-            if not (isinstance(value, (int, float)) and np.isfinite(value) and value >= low
-                    and (high is None or value <= high)) or (key == "restitution" and value == 0.0):
-                bounds = "in (0, 1]" if key == "restitution" else "≥ 0"
-                raise MochiError(f"The collider '{self.name}' {key} must be a number {bounds}, not {value!r}.")
+        for setting in settings_for(COLLIDER):
+            value = getattr(self, setting.key)
+            if not setting.allows(value):
+                raise MochiError(f"The collider '{self.name}' {setting.key} must be a number {setting.bounds_text()}, "
+                                 f"not {value!r}.")
         if isinstance(self.motion, DeformMotion) and self.motion.vertices.shape[1] != vertices.shape[0]:
             raise MochiError(f"The deforming collider '{self.name}' has {self.motion.vertices.shape[1]} vertices per "
                              f"key but its mesh has {vertices.shape[0]}.")
@@ -105,6 +94,9 @@ class Collider:
         # for deforming meshes; a rigid interval's speed varies only by the turn, bounded the same way.
         mids = 0.5 * (times[1:] + times[:-1])
         return float(max(np.sqrt((self.vertices_at(t)[1] ** 2).sum(axis=1)).max() for t in mids))
+
+
+Collider = settings_dataclass("Collider", _Collider, COLLIDER, eq=False)
 
 
 def check_collider_mesh(vertices, triangles, name: str) -> tuple[np.ndarray, np.ndarray]:

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..atomic import write_atomic
 from ..errors import MochiError
+from ..settings_schema import COLLIDER, settings_for, surface_table
 from .collider import Collider
 from .motion import motion_from_json
 
@@ -25,8 +26,9 @@ FOLDER = "colliders"
 JSON_NAME = "colliders.json"
 ARRAYS_NAME = "colliders.npz"
 FORMAT_VERSION = 1
-#: Surface keys a collider file of an older engine lacks; read as 0 (no rolling resistance, no cohesion).
-LATER_SURFACE_KEYS = ("rolling_friction", "cohesion")
+#: The keys every collider file has had since format 1; a surface setting added later (rolling_friction,
+#: cohesion, anything new in engine.settings_schema) is missing from older files and reads as its default.
+KEYS_OF_EVERY_FILE = ("name", "thickness", "restitution", "friction", "motion")
 
 
 def _array_key(name: str, index: int) -> str:
@@ -49,9 +51,7 @@ def save_colliders(colliders: tuple[Collider, ...], folder: str | os.PathLike) -
     arrays: dict[str, np.ndarray] = {}
     for index, c in enumerate(colliders):
         motion = {"kind": "static"} if c.motion is None else c.motion.to_json()
-        entries.append({"name": c.name, "thickness": c.thickness, "restitution": c.restitution,
-                        "friction": c.friction, "rolling_friction": c.rolling_friction, "cohesion": c.cohesion,
-                        "motion": motion})
+        entries.append({"name": c.name, **surface_table(c, COLLIDER), "motion": motion})
         arrays[f"vertices_{index}"] = c.vertices
         arrays[f"triangles_{index}"] = c.triangles
         if c.motion is not None:
@@ -87,8 +87,8 @@ def read_colliders(folder: str | os.PathLike) -> tuple[Collider, ...]:
                          for name in ("times", "translations", "rotations", "vertices")
                          if _array_key(name, index) in arrays}
         colliders.append(Collider(name=entry["name"], vertices=arrays[f"vertices_{index}"],
-                                  triangles=arrays[f"triangles_{index}"], thickness=float(entry["thickness"]),
-                                  restitution=float(entry["restitution"]), friction=float(entry["friction"]),
-                                  **{key: float(entry.get(key, 0.0)) for key in LATER_SURFACE_KEYS},
+                                  triangles=arrays[f"triangles_{index}"],
+                                  **{s.key: float(entry[s.key] if s.key in KEYS_OF_EVERY_FILE
+                                                  else entry.get(s.key, s.default)) for s in settings_for(COLLIDER)},
                                   motion=motion_from_json(entry["motion"], motion_arrays)))
     return tuple(colliders)

@@ -43,7 +43,7 @@ PLATFORM = "linux-x64"
 PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 BPY = "bpy==" + ".".join(map(str, bpy.app.version))
 #: The bundled distributions; each installs a module of the same name.
-BUNDLED = ("filelock", "llvmlite", "numba", "plyfile", "scipy", "tomli_w", "trimesh")
+BUNDLED = ("filelock", "llvmlite", "msgspec", "numba", "plyfile", "scipy", "tomli_w", "trimesh")
 PACKAGE = "bl_ext.user_default.mochi"
 
 
@@ -140,7 +140,8 @@ INSTALL_PACK_BAKE_UNINSTALL = """
     cli = importlib.import_module(package + ".addon.cli")
     report["bake_status"] = cli.cli_command(["bake", "--frames", "2", "--backend", "cpu"])
     report["modules"] = {name: sys.modules[name].__file__
-                         for name in ("numba", "llvmlite", "scipy", "plyfile", "filelock", "numpy") if name in sys.modules}
+                         for name in ("numba", "llvmlite", "scipy", "plyfile", "filelock", "msgspec",
+                                      "numpy") if name in sys.modules}
     import trimesh  # lazily imported by the engine (mesh files): it must load from the bundle too
     report["modules"]["trimesh"] = trimesh.__file__
     import tomli_w  # lazily imported when a scene is saved as a preset

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from engine.cache_integrity import with_manifest_digest
-from engine.colliders.storage import LATER_SURFACE_KEYS
+from engine.colliders.storage import KEYS_OF_EVERY_FILE
 from engine.cli.main import main
 from engine.errors import escape_controls
 from engine.wedge import expand, parse_vary
@@ -280,7 +280,7 @@ def test_a_damaged_colliders_file_re_signed_is_one_sentence(damage, tmp_path, ca
             document.pop("colliders")
         elif damage == "drop first collider key":  # of those every collider file has
             first = document["colliders"][0]
-            first.pop(sorted(set(first) - set(LATER_SURFACE_KEYS))[0])
+            first.pop(sorted(KEYS_OF_EVERY_FILE)[0])
         elif damage == "colliders not a list":
             document["colliders"] = 7
         elif damage == "format_version":

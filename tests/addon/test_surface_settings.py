@@ -1,0 +1,62 @@
+"""The Blender properties of materials, walls and collider surfaces are engine.settings_schema's: same
+defaults, bounds, words, and every value reaches the engine objects and a saved preset."""
+
+from __future__ import annotations
+
+import bpy
+import pytest
+
+from .conftest import mochi_module
+
+
+def _schema():
+    return mochi_module("engine.settings_schema")
+
+
+def _inside(setting) -> float:
+    """A value within the setting's bounds that is not its default (as a float32 property stores it)."""
+    high = setting.high if setting.high is not None else setting.low + 10.0
+    value = setting.low + 0.37 * (high - setting.low)
+    return value if value != setting.default else value * 0.5
+
+
+@pytest.mark.parametrize("surface", ["grain", "wall", "collider"])
+def test_every_setting_is_a_blender_property_with_the_schema_words_and_bounds(mochi, surface):
+    schema = _schema()
+    properties = bpy.types.Object.bl_rna.properties["mochi"].fixed_type.properties
+    for setting in schema.settings_for(surface):
+        prop = properties[schema.blender_name(setting, surface)]
+        assert prop.name == schema.label(setting, surface)
+        assert prop.description == schema.tooltip(setting, surface)
+        assert prop.default == pytest.approx(setting.default, rel=1e-6)
+        assert prop.hard_min == pytest.approx(setting.ui_min if setting.low_open else setting.low, rel=1e-6)
+        if setting.high is not None:
+            assert prop.hard_max == pytest.approx(setting.high, rel=1e-6)
+        assert (prop.soft_min, prop.soft_max) == pytest.approx(setting.soft, rel=1e-6)
+
+
+def test_every_value_set_in_blender_reaches_the_engine_and_the_preset(small_scene, tmp_path):
+    schema = _schema()
+    snapshot, settings_module = mochi_module("addon.snapshot"), mochi_module("addon.settings")
+    export = mochi_module("addon.preset_export")
+    bpy.ops.mesh.primitive_plane_add(size=1.5, location=(0.0, 0.0, 0.3))
+    bpy.context.object.mochi.role = "COLLIDER"
+    chosen = {}
+    for obj in small_scene.objects:
+        surface = {"SOURCE": "grain", "DOMAIN": "wall", "COLLIDER": "collider"}.get(obj.mochi.role)
+        if surface is None:
+            continue
+        for setting in schema.settings_for(surface):
+            setattr(obj.mochi, schema.blender_name(setting, surface), _inside(setting))
+        # What Blender stored (float32), by engine attribute.
+        chosen[surface] = {schema.attribute(s, surface): getattr(obj.mochi, schema.blender_name(s, surface))
+                           for s in schema.settings_for(surface)}
+    settings = snapshot.scene_blender_to_settings(bpy.context)
+    assert schema.surface_values(settings.sources[0].material(), "grain") == chosen["grain"]
+    assert schema.surface_values(settings.domain.domain(), "wall") == chosen["wall"]
+    engine_collider = settings_module.collider_settings_to_engine(settings.colliders[0])
+    assert schema.surface_values(engine_collider, "collider") == chosen["collider"]
+    document, _ = export.settings_to_preset(settings, name="all")
+    assert {k: v for k, v in document["materials"][0].items() if k != "name"} == chosen["grain"]
+    assert {k: document["domain"][k] for k in chosen["wall"]} == chosen["wall"]
+    assert {k: document["colliders"][0][k] for k in chosen["collider"]} == chosen["collider"]
