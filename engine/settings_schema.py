@@ -49,7 +49,8 @@ class Setting:
         label: The artist's word for it in Blender ('Rolling', 'Stickiness').
         default: Value when a preset, look or Blender object does not set it, in ``unit``.
         unit: SI unit ('Pa', 'kg/m³', 'm'); '' for a dimensionless number.
-        tooltip: What it does on a grain, in sentences, its unit named (Blender shows this).
+        tooltip: What it does (on a grain, where grains carry it), in sentences, its unit named (Blender
+            shows this).
         surface_tooltip: The same for a wall or a collider, '{surface}' standing for 'the walls' or
             'this surface'; '' to use ``tooltip``.
         low: Smallest value allowed; ``low_open`` excludes it.
@@ -112,6 +113,11 @@ def _short(value: Any) -> str:
 
 #: Every material and surface setting, in the order panels and tables show them.
 SURFACE_SETTINGS: tuple[Setting, ...] = (
+    Setting("thickness", "Thickness", 0.0, "m",
+            "Thickness of the collider's surface; grains keep their surface half of it away from each face, on "
+            "both sides (0 for a closed mesh or a thin sheet)",
+            soft=(0.0, 0.1), surfaces=(COLLIDER,),
+            blender={"subtype": "DISTANCE", "unit": "LENGTH", "precision": 4}),
     Setting("density", "Density", 2500.0, "kg/m³",
             "Density of the grains, in kilograms per cubic metre (kg/m³)",
             low_open=True, high=1.0e5, soft=(1.0, 20000.0), ui_min=1.0e-3, surfaces=(GRAIN,)),
@@ -153,12 +159,6 @@ SURFACE_SETTINGS: tuple[Setting, ...] = (
             "Poisson's ratio of {surface} and of every collider (dimensionless, 0 to 0.5), for the "
             "Hertz–Mindlin contact law",
             high=0.4999, soft=(0.0, 0.4999), surfaces=(GRAIN, WALL), hertz_only=True),
-    Setting("thickness", "Thickness", 0.0, "m",
-            "",
-            "Thickness of the collider's surface; grains keep their surface half of it away from each face, on "
-            "both sides (0 for a closed mesh or a thin sheet)",
-            soft=(0.0, 0.1), surfaces=(COLLIDER,),
-            blender={"subtype": "DISTANCE", "unit": "LENGTH", "precision": 4}),
 )
 
 #: What '{surface}' reads as in a wall's and a collider's tooltip.
