@@ -8,16 +8,22 @@ the run says which count wins, so ``ThreadCountChooser`` measures: it times the 
 use, now and then tries the other count for a few steps, and keeps whichever costs less per step. The
 results do not depend on the thread count (engine.backends.cpu_fused), so switching changes no bit.
 
-Threads that wait at a barrier sleep instead of spinning (``OMP_WAIT_POLICY=passive``, set by
-``engine.prefer_passive_wait`` at the engine's import, before numba starts its OpenMP layer, which reads
-it once): a spinning thread takes the core the late thread needs.
+Threads that wait at a barrier spin only briefly, then sleep (``GOMP_SPINCOUNT``, set by
+``engine.prefer_short_spin`` at the engine's import, before numba starts its OpenMP layer, which reads
+it once): long enough to cover a barrier on a quiet machine, where both threads arrive within
+microseconds and waking a sleeping one would cost more, too short to hold the core a late thread needs
+for long. With a busy core the short spin still makes all threads clearly slower than one, which is what
+lets the measurement below tell them apart (sleeping at once left the two within a few per cent, and
+the choice stayed on all threads while one was as fast).
 
 Policy: start by timing one step on all threads and a few on a single thread; then run on the cheaper
-count, trying the other after ``PROBE_AFTER_S`` seconds of stepping, doubling that wait (up to
-``PROBE_AFTER_MAX_S``) each time the try confirms the choice, resetting it when the choice changes, and
-trying at once when the smoothed cost per step on all threads rises by ``CHANGE`` (a load came). A try
-stops as soon as it has cost more than the steps it replaced would have, so trying a losing count costs
-about one step.
+count (one thread unless all are ``HYSTERESIS`` cheaper: a count that is not faster only takes a core
+from the artist's other programs), trying the other after ``PROBE_AFTER_S`` seconds of stepping,
+doubling that wait (up to ``PROBE_AFTER_MAX_S``) each time the try confirms the choice, resetting it
+when the choice changes, and trying at once when the smoothed cost per step on all threads rises by
+``CHANGE`` (a load came). A try stops as soon as it can no longer win (its cost per step so far is
+above what it needs to be chosen, with ``GIVE_UP_SLACK`` for one noisy step), so trying a losing count
+costs about one step.
 """
 
 from __future__ import annotations
@@ -32,8 +38,13 @@ PROBE_AFTER_MAX_S = 8.0
 PROBE_STEPS = 3
 CHUNK_STEPS = 4
 CHUNK_S = 0.03
-#: The other count must be this much cheaper to be chosen (noise must not flip the choice).
+#: All threads must be this much cheaper than one to be chosen (noise must not flip the choice), and
+#: one thread is chosen back when it costs at most ``PREFER_ONE`` more than all (``1 - HYSTERESIS``
+#: against ``1 + PREFER_ONE``: a band in between, so the choice does not flap).
 HYSTERESIS = 0.1
+PREFER_ONE = 0.05
+#: A try is given up once its mean cost per step exceeds the cost that would win by this factor.
+GIVE_UP_SLACK = 1.25
 #: A rise of the (smoothed) cost per step on all threads by this factor triggers a try: the load
 #: came. (On one thread a competing process barely shows; its departure is found by the next try.)
 CHANGE = 1.5
@@ -98,9 +109,10 @@ class ThreadCountChooser:
             if threads > 1 and self._reference and self._smoothed > CHANGE * self._reference:
                 self._wait_s = self._since_probe_s = PROBE_AFTER_S  # the load came: try at once
             return
+        winning = self._winning_cost(threads)
         self.cost[threads] = per_step
         self._since_probe_s = 0.0
-        if per_step < self.cost[self.current] * (1.0 - HYSTERESIS):
+        if per_step <= winning:
             self.current = threads
             self.switches += 1
             self._wait_s = PROBE_AFTER_S
@@ -108,7 +120,17 @@ class ThreadCountChooser:
             self._wait_s = min(2.0 * self._wait_s, PROBE_AFTER_MAX_S)
         self._reference = self._smoothed = self.cost[self.current]
 
+    def _winning_cost(self, threads: int) -> float:
+        """Seconds per step below which a try on ``threads`` replaces the count in use."""
+        current = self.cost.get(self.current, float("inf"))
+        return current * (1.0 + PREFER_ONE) if threads == 1 else current * (1.0 - HYSTERESIS)
+
     def give_up_try(self, threads: int, steps_done: int, seconds: float) -> bool:
-        """Whether a try on ``threads`` that has run ``steps_done`` steps in ``seconds`` already cost more
-        than the whole try would on the count in use (then stop it: it lost)."""
-        return seconds > self.cost.get(self.current, float("inf")) * self._try_steps and steps_done >= 1
+        """Whether a try on ``threads`` that has run ``steps_done`` steps in ``seconds`` has lost: its
+        mean step is beyond what would win (by ``GIVE_UP_SLACK``), or it already cost more than the whole
+        try would on the count in use."""
+        if steps_done < 1:
+            return False
+        current = self.cost.get(self.current, float("inf"))
+        return seconds > GIVE_UP_SLACK * self._winning_cost(threads) * steps_done or \
+            seconds > current * self._try_steps
