@@ -69,6 +69,25 @@ def test_a_load_that_comes_and_goes_is_followed():
     assert after.count(1) <= 0.02 * len(after), "back on two threads after the load left (tries aside)"
 
 
+def test_all_threads_no_faster_than_one_means_one_thread():
+    """A busy core with threads that sleep at once: all threads cost about what one does (11.8 against
+    11.3 ms, measured). They only take a core from the other programs then: one thread is chosen."""
+    for all_threads in (11.8e-3, 11.0e-3):
+        used = _drive(ThreadCountChooser(2), lambda t, s: 11.3e-3 if t == 1 else all_threads, 600)
+        assert used[:4] == [2, 1, 1, 1] and used.count(2) <= 10, "the first step and 3 tries of 3 steps"
+
+
+def test_a_losing_try_is_given_up_after_one_step():
+    """Tries cost about one step: on a quiet machine one thread's step (14.3 ms against 7.9) and with a
+    busy core the all-thread step (19.6 ms against 11.3) each lose at their first step."""
+    quiet = _drive(ThreadCountChooser(2), lambda t, s: 14.3e-3 if t == 1 else 7.9e-3, 2000)
+    tries = sum(1 for a, b in zip(quiet, quiet[1:]) if a == 2 and b == 1)
+    assert quiet.count(1) == tries, "every try on one thread lasts one step"
+    busy = _drive(ThreadCountChooser(2), lambda t, s: 11.3e-3 if t == 1 else 19.6e-3, 2000)
+    tries = sum(1 for a, b in zip(busy, busy[1:]) if a == 1 and b == 2)
+    assert busy.count(2) == 1 + tries, "the first step, then one step per try"
+
+
 def test_one_thread_allowed_means_no_tries():
     assert _drive(ThreadCountChooser(1), lambda t, s: 1e-3, 50) == [1] * 50
 
@@ -104,3 +123,19 @@ def test_switching_threads_mid_run_changes_no_bit(rng, monkeypatch):
     assert np.array_equal(states[0].positions, states[1].positions)
     assert np.array_equal(states[0].velocities, states[1].velocities)
     assert np.abs(states[0].positions - setup.state.positions).max() > 0
+
+
+def test_the_engine_asks_for_a_short_spin_unless_a_wait_is_named(monkeypatch):
+    import engine
+
+    for named in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT"):
+        monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+        monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
+        engine.prefer_short_spin()
+        assert (engine.os.environ["OMP_WAIT_POLICY"], engine.os.environ["GOMP_SPINCOUNT"]) == \
+            ("PASSIVE", str(engine.SPIN_COUNT))
+        monkeypatch.delenv("OMP_WAIT_POLICY")
+        monkeypatch.delenv("GOMP_SPINCOUNT")
+        monkeypatch.setenv(named, "ACTIVE" if named == "OMP_WAIT_POLICY" else "7")
+        engine.prefer_short_spin()
+        assert [key for key in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT") if key in engine.os.environ] == [named]
