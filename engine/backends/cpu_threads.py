@@ -29,6 +29,9 @@ costs about one step.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
+
+from .base import StepTimings
 
 #: Seconds of stepping before the other count is tried again, first and at most.
 PROBE_AFTER_S = 0.5
@@ -134,3 +137,30 @@ class ThreadCountChooser:
         current = self.cost.get(self.current, float("inf"))
         return seconds > GIVE_UP_SLACK * self._winning_cost(threads) * steps_done or \
             seconds > current * self._try_steps
+
+
+def step_choosing_threads(chooser: ThreadCountChooser, step_on: Callable[[int, int], StepTimings],
+                          count: int) -> StepTimings:
+    """Run ``count`` steps in the stretches ``chooser`` plans, timing each for it.
+
+    Args:
+        chooser: Plans the stretches and is told what each cost.
+        step_on: ``step_on(threads, steps)`` runs ``steps`` steps on ``threads`` threads and returns
+            their timings (a backend's step on a set thread count).
+        count: Steps to run.
+    """
+    timings = StepTimings()
+    done = 0
+    while done < count:
+        threads, steps, is_try = chooser.plan(count - done)
+        spent, ran = 0.0, 0
+        while ran < steps:  # a try one step at a time, so a losing count is left early
+            part = step_on(threads, 1 if is_try else steps)
+            timings.add(part)
+            ran += part.steps
+            spent += part.total_s - part.build_s  # builds come at irregular steps: not compared
+            if is_try and chooser.give_up_try(threads, ran, spent):
+                break
+        chooser.record(threads, ran, spent, is_try=is_try)
+        done += ran
+    return timings

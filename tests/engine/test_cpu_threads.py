@@ -8,26 +8,23 @@ import pytest
 
 from engine.backends import cpu
 from engine.backends.cpu import BackendCpu
-from engine.backends.cpu_threads import PROBE_AFTER_MAX_S, ThreadCountChooser
+from engine.backends.base import StepTimings
+from engine.backends.cpu_threads import PROBE_AFTER_MAX_S, ThreadCountChooser, step_choosing_threads
 
 from .conftest import scene
 
 
 def _drive(chooser: ThreadCountChooser, cost, steps: int) -> list[int]:
-    """Step ``chooser`` through ``steps`` steps where a step on t threads takes ``cost(t, step)`` s;
-    returns the thread count of every step."""
-    used, done = [], 0
-    while done < steps:
-        threads, count, is_try = chooser.plan(steps - done)
-        spent, ran = 0.0, 0
-        while ran < count:
-            spent += cost(threads, done + ran)
-            ran += 1
-            used.append(threads)
-            if is_try and chooser.give_up_try(threads, ran, spent):
-                break
-        chooser.record(threads, ran, spent, is_try=is_try)
-        done += ran
+    """Step ``chooser`` through ``steps`` steps where a step on t threads takes ``cost(t, step)`` s
+    (no clock is read: the costs are given); returns the thread count of every step."""
+    used = []
+
+    def step_on(threads: int, count: int) -> StepTimings:
+        seconds = sum(cost(threads, len(used) + i) for i in range(count))
+        used.extend([threads] * count)
+        return StepTimings(fused_s=seconds, steps=count)
+
+    step_choosing_threads(chooser, step_on, steps)
     return used
 
 
