@@ -72,7 +72,7 @@ def child(path: str, steps: int, adaptive: bool) -> dict:
     chooser = backend.threads
     return {"ms_per_step": 1e3 * seconds / steps, "threads": numba.get_num_threads(),
             "steps_by_count": {str(k): v for k, v in (chooser.steps_by_count if chooser else {}).items()},
-            "switches": chooser.switches if chooser else 0,
+            "switches": chooser.switches if chooser else 0, "skipped": chooser.skipped if chooser else 0,
             "wait": {key: os.environ.get(key) for key in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}}
 
 

@@ -36,6 +36,7 @@ from . import cpu_kernels as k
 from .cpu_fused import block_reach, crossing_forces, fused_step, split_blocks
 from .cpu_full_steps import FullLawSteps
 from .cpu_neighbors import NeighborListCpu
+from .cpu_load import OtherLoad
 from .cpu_threads import ThreadCountChooser, step_choosing_threads
 from .prepared_physics import prepare_physics
 from .base import Backend, StepTimings
@@ -400,7 +401,7 @@ class BackendCpu(FullLawSteps, Backend):
             if not self.adaptive_threads:
                 return self._step(count)
             if self.threads is None or self.threads.most != threads:
-                self.threads = ThreadCountChooser(threads)
+                self.threads = ThreadCountChooser(threads, load=OtherLoad())
             return self._step_choosing_threads(count)
         finally:
             numba.set_num_threads(threads)

@@ -21,7 +21,11 @@ count (one thread unless all are ``HYSTERESIS`` cheaper: a count that is not fas
 from the artist's other programs), trying the other after ``PROBE_AFTER_S`` seconds of stepping,
 doubling that wait (up to ``PROBE_AFTER_MAX_S``) each time the try confirms the choice, resetting it
 when the choice changes, and trying at once when the smoothed cost per step on all threads rises by
-``CHANGE`` (a load came). A try stops as soon as it can no longer win (its cost per step so far is
+``CHANGE`` (a load came). Where the load other processes put on our cores can be read
+(engine.backends.cpu_load), a try that comes due while that load is what it was when the choice was
+made or last confirmed (within ``LOAD_CHANGE`` cores) is skipped as if it had confirmed the choice,
+except at the longest wait: on a quiet machine and under a steady load no step is spent on tries.
+A try stops as soon as it can no longer win (its cost per step so far is
 above what it needs to be chosen, with ``GIVE_UP_SLACK`` for one noisy step), so trying a losing count
 costs about one step.
 """
@@ -32,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from .base import StepTimings
+from .cpu_load import OtherLoad
 
 #: Seconds of stepping before the other count is tried again, first and at most.
 PROBE_AFTER_S = 0.5
@@ -53,6 +58,9 @@ GIVE_UP_SLACK = 1.25
 CHANGE = 1.5
 #: Weight of the newest stretch in the smoothed cost per step.
 SMOOTHING = 0.3
+#: Change of the other processes' load [cores] that makes a due try worth its step (a busy core
+#: reads as 0.7–1; a quiet machine as 0–0.1).
+LOAD_CHANGE = 0.3
 
 
 @dataclass
@@ -65,6 +73,9 @@ class ThreadCountChooser:
         cost: Latest measured seconds per step, by thread count.
         switches: How often the choice changed (for benchmarks and tests).
         steps_by_count: Steps run on each count.
+        load: Reads the other processes' load on our cores (None: tries on the timer alone).
+        skipped: Readings of the load that found it unchanged, each sparing a try the timer alone
+            would have made at its doubling waits (for benchmarks and tests).
     """
 
     most: int
@@ -72,8 +83,14 @@ class ThreadCountChooser:
     cost: dict[int, float] = field(default_factory=dict)
     switches: int = 0
     steps_by_count: dict[int, int] = field(default_factory=dict)
+    load: OtherLoad | None = None
+    skipped: int = 0
+    _load_at_choice: float | None = None  # the other processes' load [cores] when last chosen
+    _forced: bool = False  # the cost on all threads rose: try whatever the load reads
     _wait_s: float = PROBE_AFTER_S
     _since_probe_s: float = 0.0
+    _since_check_s: float = 0.0  # stepping time since the load was last read [s]
+    _load_read: bool = False  # the last reading of the load succeeded
     _reference: float = 0.0  # cost per step of the count in use when it was last chosen or confirmed
     _smoothed: float = 0.0
     _try_steps: int = PROBE_STEPS
@@ -91,10 +108,41 @@ class ThreadCountChooser:
             return 1, remaining, False
         if self.current not in self.cost:
             return self.current, 1, False
-        if self.other not in self.cost or self._since_probe_s >= self._wait_s:
+        if self.other not in self.cost or self._try_due():
+            if self._forced:  # the load changed unread: the next reading is the one this try decides for
+                self._forced, self._load_at_choice = False, None
             self._try_steps = min(max(PROBE_STEPS, self._stretch_steps()), remaining)
             return self.other, self._try_steps, True
         return self.current, min(max(CHUNK_STEPS, self._stretch_steps()), remaining), False
+
+    def _try_due(self) -> bool:
+        """Whether to try the other count now: the cost on all threads rose, the load read changed, or
+        the wait is over (the longest wait while the load reads steady, the doubling one unread)."""
+        if self._forced:
+            return True
+        if self.load is not None and self._since_check_s >= PROBE_AFTER_S:
+            self._since_check_s = 0.0
+            changed = self._load_changed()
+            self._load_read = changed is not None
+            if changed:
+                return True
+        if self._load_read:
+            return self._since_probe_s >= PROBE_AFTER_MAX_S
+        return self._since_probe_s >= self._wait_s
+
+    def _load_changed(self) -> bool | None:
+        """Whether the other processes' load reads changed since the choice was made or confirmed (None:
+        unreadable). The first reading spans the first stretches, where the choice was made: it is the
+        reference until a reading differs by ``LOAD_CHANGE``, which the try it triggers decides for."""
+        now = self.load.sample()
+        if now is None:
+            return None
+        if self._load_at_choice is None or abs(now - self._load_at_choice) < LOAD_CHANGE:
+            self._load_at_choice = now if self._load_at_choice is None else self._load_at_choice
+            self.skipped += 1
+            return False
+        self._load_at_choice = now
+        return True
 
     def _stretch_steps(self) -> int:
         """Steps of the count in use that last ``CHUNK_S``."""
@@ -104,6 +152,7 @@ class ThreadCountChooser:
         """Account ``steps`` steps run on ``threads`` threads in ``seconds`` (stepping time only)."""
         self.steps_by_count[threads] = self.steps_by_count.get(threads, 0) + steps
         per_step = seconds / max(steps, 1)
+        self._since_check_s += seconds
         if not is_try:
             self.cost[threads] = per_step
             self._since_probe_s += seconds
@@ -111,6 +160,7 @@ class ThreadCountChooser:
                 SMOOTHING * per_step + (1.0 - SMOOTHING) * self._smoothed
             if threads > 1 and self._reference and self._smoothed > CHANGE * self._reference:
                 self._wait_s = self._since_probe_s = PROBE_AFTER_S  # the load came: try at once
+                self._forced = True
             return
         winning = self._winning_cost(threads)
         self.cost[threads] = per_step

@@ -136,3 +136,47 @@ def test_the_engine_asks_for_a_short_spin_unless_a_wait_is_named(monkeypatch):
         monkeypatch.setenv(named, "ACTIVE" if named == "OMP_WAIT_POLICY" else "7")
         engine.prefer_short_spin()
         assert [key for key in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT") if key in engine.os.environ] == [named]
+
+
+class _Load:
+    """The other processes' load [cores] as ``OtherLoad.sample`` reads it, given by the test."""
+
+    def __init__(self, cores):
+        self.cores = cores
+
+    def sample(self):
+        return self.cores
+
+
+@pytest.mark.parametrize("faster_alone", [False, True])
+def test_a_steady_load_spends_no_step_on_tries(faster_alone):
+    """Quiet (all threads faster) or one core busy all along (one thread faster): after the first try,
+    tries come due only at the longest wait while the load reads the same."""
+    cost = (lambda t, s: 14.3e-3 if t == 1 else 7.9e-3) if not faster_alone else \
+        (lambda t, s: 11.3e-3 if t == 1 else 19.6e-3)
+    chooser = ThreadCountChooser(2, load=_Load(0.8 if faster_alone else 0.0))
+    used = _drive(chooser, cost, 600)
+    assert used[:2] == [2, 1] and used.count(1 if not faster_alone else 2) == 1
+    assert chooser.skipped >= 3
+
+
+def test_a_load_read_to_change_is_tried_and_followed():
+    """A busy core for 2000 steps, then quiet: while the load reads the same no try; when it reads
+    changed, the next due try goes back to every thread."""
+    load = _Load(0.9)
+
+    def cost(t, step):
+        if step == 2000:
+            load.cores = 0.0
+        return (5.6e-3 if t == 1 else 62e-3) if step < 2000 else (5.6e-3 if t == 1 else 3.0e-3)
+
+    chooser = ThreadCountChooser(2, load=load)
+    used = _drive(chooser, cost, 4000)
+    busy_tries = used[2:2000].count(2)
+    assert busy_tries <= 2, "only at the longest wait (8 s of stepping: once in 11 s)"
+    assert used[2000 + int(1.0 / 5.6e-3):].count(1) <= 20, "back on two threads within the next waits"
+
+
+def test_an_unreadable_load_keeps_the_timer():
+    quiet = lambda t, s: 14.3e-3 if t == 1 else 7.9e-3  # noqa: E731
+    assert _drive(ThreadCountChooser(2, load=_Load(None)), quiet, 2000) == _drive(ThreadCountChooser(2), quiet, 2000)
