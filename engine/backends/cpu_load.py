@@ -10,7 +10,9 @@ Linux only: the busy time of the cores in this process's affinity mask (``/proc/
 of 1/``SC_CLK_TCK`` s, 10 ms usually) less this process's own CPU time. Elsewhere, or when the file
 cannot be read, ``OtherLoad.sample`` answers None and the chooser keeps trying on its timer alone. The
 ticks are coarse, so a sample spans at least ``MIN_WINDOW_S``; a container whose CPU quota is smaller
-than its cores is not seen (the chooser's timer and tries still catch it).
+than its cores is not seen (the chooser's timer and tries still catch it), and this process's other
+threads (Blender's own, when it bakes inside Blender) count as ours: their load shows only in the
+chooser's timing.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""How many threads the CPU backend steps with: all of them, unless one is faster right now.
+"""How many threads the CPU backend steps with: all of them while they are clearly faster than one.
 
 On a machine where another process keeps a core busy (Blender's UI, a render, a browser), numba's
 parallel loops lose badly: every parallel region ends at a barrier, and the thread that shares its core
@@ -22,12 +22,12 @@ from the artist's other programs), trying the other after ``PROBE_AFTER_S`` seco
 doubling that wait (up to ``PROBE_AFTER_MAX_S``) each time the try confirms the choice, resetting it
 when the choice changes, and trying at once when the smoothed cost per step on all threads rises by
 ``CHANGE`` (a load came). Where the load other processes put on our cores can be read
-(engine.backends.cpu_load), a try that comes due while that load is what it was when the choice was
-made or last confirmed (within ``LOAD_CHANGE`` cores) is skipped as if it had confirmed the choice,
-except at the longest wait: on a quiet machine and under a steady load no step is spent on tries.
-A try stops as soon as it can no longer win (its cost per step so far is
-above what it needs to be chosen, with ``GIVE_UP_SLACK`` for one noisy step), so trying a losing count
-costs about one step.
+(engine.backends.cpu_load), it is read every ``PROBE_AFTER_S`` of stepping instead: while it reads as it
+did when the choice was made (within ``LOAD_CHANGE`` cores) the other count is tried only every
+``PROBE_AFTER_MAX_S``, and at once when it reads changed, so a quiet machine or a steady load spends
+no step on tries. A try stops as soon as it can no longer win (its cost per step so far is above what
+it needs to be chosen, with ``GIVE_UP_SLACK`` for one noisy step), so trying a losing count costs about
+one step.
 """
 
 from __future__ import annotations
