@@ -8,9 +8,12 @@ process:
   * ``1 thread``      NUMBA_NUM_THREADS=1;
   * ``all, before``   every core, as before issue 27: the thread count forced
                       (``BackendCpu.adaptive_threads = False``) and OpenMP's default wait (spinning);
-  * ``all, fixed``    every core, forced, with the engine's wait policy (passive: waiting threads sleep);
-  * ``all, chosen``   the backend's default: passive, and it steps on the cheaper of all threads and
-                      one, measured as it runs (engine.backends.cpu_threads);
+  * ``all, passive``  every core, forced, waiting threads sleep at once (``OMP_WAIT_POLICY=passive``:
+                      the engine's wait from issue 27 to run 3);
+  * ``all, fixed``    every core, forced, with the engine's wait (a short spin, then sleep:
+                      ``engine.prefer_short_spin``);
+  * ``all, chosen``   the backend's default: the engine's wait, and it steps on the cheaper of all
+                      threads and one, measured as it runs (engine.backends.cpu_threads);
 
 each on a quiet machine and while a competing process (``while True: pass``) keeps one core busy. Runs
 are interleaved over the repeats; the table reports the best and the median. The machine these numbers
@@ -35,10 +38,12 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 #: name → (threads: 1 or every core, adaptive thread choice, extra environment). 'before' is the
-#: engine before issue 27: OpenMP's default wait (spinning), thread count fixed.
+#: engine before issue 27: OpenMP's default wait (spinning), thread count fixed. A wait named in the
+#: environment is left alone by the engine (engine.prefer_short_spin).
 CONFIGS = {
     "1 thread": (1, False, {}),
     "all, before": (0, False, {"OMP_WAIT_POLICY": ""}),
+    "all, passive": (0, False, {"OMP_WAIT_POLICY": "PASSIVE"}),
     "all, fixed": (0, False, {}),
     "all, chosen": (0, True, {}),
 }
@@ -67,12 +72,16 @@ def child(path: str, steps: int, adaptive: bool) -> dict:
     chooser = backend.threads
     return {"ms_per_step": 1e3 * seconds / steps, "threads": numba.get_num_threads(),
             "steps_by_count": {str(k): v for k, v in (chooser.steps_by_count if chooser else {}).items()},
-            "switches": chooser.switches if chooser else 0}
+            "switches": chooser.switches if chooser else 0, "skipped": chooser.skipped if chooser else 0,
+            "wait": {key: os.environ.get(key) for key in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}}
 
 
 def run_child(path: Path, steps: int, config: str) -> dict:
     threads, adaptive, extra = CONFIGS[config]
-    env = dict(os.environ, PYTHONPATH=str(ROOT), **extra)
+    # The wait this process got from the engine (if it imported it) must not reach the child: each
+    # configuration names its own or gets the engine's default.
+    env = {key: value for key, value in os.environ.items() if key not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    env.update(PYTHONPATH=str(ROOT), **extra)
     env["NUMBA_NUM_THREADS"] = str(threads or os.cpu_count())
     done = subprocess.run([sys.executable, __file__, "--child", str(path), "--steps", str(steps)]
                           + (["--adaptive"] if adaptive else []), capture_output=True, text=True, env=env)

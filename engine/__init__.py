@@ -78,15 +78,27 @@ def prefer_safe_threading_layer() -> None:
         sys.modules["numba"].config.THREADING_LAYER_PRIORITY = list(THREADING_LAYER_PRIORITY)
 
 
-def prefer_passive_wait() -> None:
-    """Ask numba's OpenMP layer to let threads that wait at a barrier sleep instead of spinning
-    (``OMP_WAIT_POLICY=passive``; a policy named in the environment is left alone). A spinning thread
-    takes the core that a late thread needs when another process keeps one busy (engine.backends.
-    cpu_threads). OpenMP reads the variable once, when numba first runs a parallel loop, which packing
-    may do before any backend is built: so it is set here, at the engine's import."""
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+#: Spins (libgomp's unit: ~100,000 per ms by its own reckoning) a thread waiting at a barrier makes
+#: before it sleeps. On a quiet machine the threads of a 100k-grain step meet within this (sleeping at
+#: once cost the pile 1.92× → 1.77× one thread's speed, docs/benchmarks.md); with a core busy the
+#: late thread comes a scheduler quantum (milliseconds) late, and this much spinning wastes little
+#: of it. libgomp's own default spins 10 times longer: 0.58× one thread with a busy core.
+SPIN_COUNT = 30_000
+
+
+def prefer_short_spin() -> None:
+    """Ask numba's OpenMP layer to let a thread that waits at a barrier spin briefly, then sleep
+    (``OMP_WAIT_POLICY=passive`` with ``GOMP_SPINCOUNT=SPIN_COUNT``; where the environment names either,
+    both are left alone). engine.backends.cpu_threads steps on one thread when all are slower. OpenMP
+    reads the variables once, when numba first runs a parallel loop, which packing may do before any
+    backend is built: so they are set here, at the engine's import. Runtimes other than GNU's read
+    only the policy: waiting threads sleep at once there."""
+    if "OMP_WAIT_POLICY" in os.environ or "GOMP_SPINCOUNT" in os.environ:
+        return
+    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    os.environ["GOMP_SPINCOUNT"] = str(SPIN_COUNT)
 
 
 set_numba_cache_folder(_numba_cache_folder())
 prefer_safe_threading_layer()
-prefer_passive_wait()
+prefer_short_spin()

@@ -23,6 +23,12 @@ come by what the frames done so far really took against what was predicted for t
 or a scene that piles differently corrects the figure within the first frames instead of at the end.
 The first bake after an install also compiles the CPU kernels (~45 s on two cores); the first probe
 pays for that, and says so.
+
+The load the probes see sets the thread count as it will set the bake's: the CPU backend steps on one
+thread when another process makes all threads slower (engine.backends.cpu_threads). So each probe
+starts its thread choice afresh after the warm-up step (which compiles, and would count as all threads
+being slow), and its figure is the median of the chunks stepped wholly on the count the choice ended
+on, not of chunks that mixed in the tries of the other count; the estimate says which count that was.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .backends import make_backend
+from .backends.cpu_threads import ThreadCountChooser
 from .scene import SceneSetup
 
 #: Steps each probe times after its warm-up step (it stops earlier once ``PROBE_SECONDS`` are spent).
@@ -80,6 +87,9 @@ class BakeEstimate:
         frame_seconds: Predicted wall-clock time of each frame to bake, frames 2, 3, ... [s], shape
             (frames,); empty for an estimate made without the packing model.
         loose_fraction: Share of the grains that start loose.
+        threads: Threads the first probe ended up stepping on under the load it saw; 0 when the backend
+            does not choose (GPU, or a scene small enough for one thread always).
+        threads_allowed: Threads the backend may step on (0 as for ``threads``).
     """
 
     particle_count: int
@@ -95,6 +105,8 @@ class BakeEstimate:
     packed_seconds_per_step: float | None = None
     frame_seconds: tuple[float, ...] = ()
     loose_fraction: float = 0.0
+    threads: int = 0
+    threads_allowed: int = 0
 
     @property
     def bake_seconds(self) -> float:
@@ -135,7 +147,9 @@ class BakeEstimate:
         per_step = f"{self.seconds_per_step * 1e3:.3g} ms per step"
         if self.packed_seconds_per_step is not None and self.packed_seconds_per_step != self.seconds_per_step:
             per_step += f" now, {self.packed_seconds_per_step * 1e3:.3g} once piled"
-        return [f"{self.particle_count:,} particles, {self.backend}",
+        busy = [f"stepping on {self.threads} of {self.threads_allowed} threads: other programs keep the cores busy"] \
+            if 0 < self.threads < self.threads_allowed else []
+        return [f"{self.particle_count:,} particles, {self.backend}", *busy,
                 f"dt {self.dt:.3g} s, stiffness {self.stiffness:.3g} N/m, {self.steps_per_frame:,} steps per frame",
                 f"expected overlap {self.expected_overlap:.1%} of a radius at {self.impact_speed:.3g} m/s",
                 f"estimated bake time {format_duration(self.bake_seconds)} for {self.frames} frames ({per_step})"]
@@ -151,23 +165,45 @@ def format_duration(seconds: float) -> str:
     return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60):02d} min"
 
 
-def _time_steps(runner, state, probe_steps: int, probe_seconds: float, *, chunk: int = 4) -> tuple[float, float]:
-    """(warm-up step [s], time of one step [s]) of ``runner`` from ``state``.
+def _time_steps(runner, state, probe_steps: int, probe_seconds: float, *, chunk: int = 4,
+                clock=time.perf_counter) -> tuple[float, float, ThreadCountChooser | None]:
+    """(warm-up step [s], time of one step [s], the runner's thread choice or None) of ``runner`` from
+    ``state``.
 
     The steps are timed in chunks of ``chunk`` and the median chunk counts: a second-long burst of
     another process (a compile, a save) does not set the figure, while a load that lasts through the
     probe does, as it will through the bake (and ``BakeEstimate.remaining_seconds`` follows it after).
+    A runner that chooses its thread count (engine.backends.cpu_threads) starts choosing after the
+    warm-up, and only the chunks stepped wholly on the count it ends on count, when there are any.
+    ``clock`` reads seconds (a parameter for tests).
     """
     runner.set_state(state)
-    began = time.perf_counter()
+    began = clock()
     runner.step(1)
-    warmup = time.perf_counter() - began
-    chunks, began = [], time.perf_counter()
-    while len(chunks) * chunk < probe_steps and time.perf_counter() - began < probe_seconds:
-        chunk_began = time.perf_counter()
+    warmup = clock() - began
+    chooser = getattr(runner, "threads", None)
+    if isinstance(chooser, ThreadCountChooser):
+        runner.threads = None  # the warm-up compiled: its step says nothing about the thread counts
+    chunks, began = [], clock()  # (seconds per step, the one thread count of the chunk or 0)
+    while len(chunks) * chunk < probe_steps and clock() - began < probe_seconds:
+        before = _steps_by_count(runner)
+        chunk_began = clock()
         runner.step(chunk)
-        chunks.append((time.perf_counter() - chunk_began) / chunk)
-    return warmup, float(np.median(chunks))
+        seconds = (clock() - chunk_began) / chunk
+        after = _steps_by_count(runner)
+        counts = [threads for threads in after if after[threads] != before.get(threads, 0)]
+        chunks.append((seconds, counts[0] if len(counts) == 1 else 0))
+    chooser = getattr(runner, "threads", None)
+    if not isinstance(chooser, ThreadCountChooser):
+        chooser = None
+    on_choice = [seconds for seconds, threads in chunks if chooser is not None and threads == chooser.current]
+    return warmup, float(np.median(on_choice or [seconds for seconds, _ in chunks])), chooser
+
+
+def _steps_by_count(runner) -> dict[int, int]:
+    """Steps ``runner`` has stepped on each thread count so far ({} when it does not choose)."""
+    chooser = getattr(runner, "threads", None)
+    return dict(chooser.steps_by_count) if isinstance(chooser, ThreadCountChooser) else {}
 
 
 def loose_landing_times(setup: SceneSetup, *, sample: int = CLASSIFY_SAMPLE, seed: int = 0) -> tuple[float, np.ndarray]:
@@ -327,7 +363,7 @@ def estimate_bake(setup: SceneSetup, *, frames: int, backend: str = "cpu", log=l
     model, choice = setup.model, setup.time_step
     runner = make_backend(backend, model, log=log)
     log("Timing a few steps (the first bake after an install also compiles the kernels, ~45 s)...")
-    warmup, per_step = _time_steps(runner, setup.state.copy(), probe_steps, probe_seconds)
+    warmup, per_step, chooser = _time_steps(runner, setup.state.copy(), probe_steps, probe_seconds)
 
     loose_share, landing = loose_landing_times(setup)
     packed_step = per_step
@@ -337,7 +373,7 @@ def estimate_bake(setup: SceneSetup, *, frames: int, backend: str = "cpu", log=l
             try:
                 # The backend the first probe ended up on ('auto' may have fallen back), not a new choice.
                 packed_runner = make_backend(runner.name or backend, packed[0], log=lambda message: None)
-                _, probed = _time_steps(packed_runner, packed[1], probe_steps, probe_seconds)
+                _, probed, _ = _time_steps(packed_runner, packed[1], probe_steps, probe_seconds)
                 packed_step = PACKED_COST_FACTOR * probed
             except MochiError:
                 packed_step = per_step  # a state this backend refuses: no better guess than the start
@@ -349,4 +385,5 @@ def estimate_bake(setup: SceneSetup, *, frames: int, backend: str = "cpu", log=l
                         steps_per_frame=physics.steps_per_frame, expected_overlap=choice.expected_overlap,
                         impact_speed=choice.impact_speed, seconds_per_step=per_step, frames=bake_frames,
                         warmup_seconds=warmup, backend=runner.describe(), packed_seconds_per_step=packed_step,
-                        frame_seconds=costs, loose_fraction=float(loose_share))
+                        frame_seconds=costs, loose_fraction=float(loose_share),
+                        threads=chooser.current if chooser else 0, threads_allowed=chooser.most if chooser else 0)

@@ -36,7 +36,8 @@ from . import cpu_kernels as k
 from .cpu_fused import block_reach, crossing_forces, fused_step, split_blocks
 from .cpu_full_steps import FullLawSteps
 from .cpu_neighbors import NeighborListCpu
-from .cpu_threads import ThreadCountChooser
+from .cpu_load import OtherLoad
+from .cpu_threads import ThreadCountChooser, step_choosing_threads
 from .prepared_physics import prepare_physics
 from .base import Backend, StepTimings
 from ..bonds import bond_rows, bonds_per_particle
@@ -400,32 +401,21 @@ class BackendCpu(FullLawSteps, Backend):
             if not self.adaptive_threads:
                 return self._step(count)
             if self.threads is None or self.threads.most != threads:
-                self.threads = ThreadCountChooser(threads)
+                self.threads = ThreadCountChooser(threads, load=OtherLoad())
             return self._step_choosing_threads(count)
         finally:
             numba.set_num_threads(threads)
 
     def _step_choosing_threads(self, count: int) -> StepTimings:
         """``count`` steps in stretches, each on the count ``self.threads`` plans and timed for it."""
+        return step_choosing_threads(self.threads, self._step_on, count)
+
+    def _step_on(self, threads: int, count: int) -> StepTimings:
+        """``count`` steps on ``threads`` threads (the caller restores numba's count)."""
         import numba
 
-        chooser = self.threads
-        timings = StepTimings()
-        done = 0
-        while done < count:
-            threads, steps, is_try = chooser.plan(count - done)
-            numba.set_num_threads(threads)
-            spent, ran = 0.0, 0
-            while ran < steps:  # a try one step at a time, so a losing count is left early
-                part = self._step(1 if is_try else steps)
-                timings.add(part)
-                ran += part.steps
-                spent += part.total_s - part.build_s  # builds come at irregular steps: not compared
-                if is_try and chooser.give_up_try(threads, ran, spent):
-                    break
-            chooser.record(threads, ran, spent, is_try=is_try)
-            done += ran
-        return timings
+        numba.set_num_threads(threads)
+        return self._step(count)
 
     def _check_diverged(self, bad: int, speed2: float) -> None:
         """Stop the run after a step that produced NaN or runaway speed (largest speed² [m²/s²])."""

@@ -1,4 +1,4 @@
-"""How many threads the CPU backend steps with: all of them, unless one is faster right now.
+"""How many threads the CPU backend steps with: all of them while they are clearly faster than one.
 
 On a machine where another process keeps a core busy (Blender's UI, a render, a browser), numba's
 parallel loops lose badly: every parallel region ends at a barrier, and the thread that shares its core
@@ -8,21 +8,35 @@ the run says which count wins, so ``ThreadCountChooser`` measures: it times the 
 use, now and then tries the other count for a few steps, and keeps whichever costs less per step. The
 results do not depend on the thread count (engine.backends.cpu_fused), so switching changes no bit.
 
-Threads that wait at a barrier sleep instead of spinning (``OMP_WAIT_POLICY=passive``, set by
-``engine.prefer_passive_wait`` at the engine's import, before numba starts its OpenMP layer, which reads
-it once): a spinning thread takes the core the late thread needs.
+Threads that wait at a barrier spin only briefly, then sleep (``GOMP_SPINCOUNT``, set by
+``engine.prefer_short_spin`` at the engine's import, before numba starts its OpenMP layer, which reads
+it once): long enough to cover a barrier on a quiet machine, where both threads arrive within
+microseconds and waking a sleeping one would cost more, too short to hold the core a late thread needs
+for long. With a busy core the short spin still makes all threads clearly slower than one, which is what
+lets the measurement below tell them apart (sleeping at once left the two within a few per cent, and
+the choice stayed on all threads while one was as fast).
 
 Policy: start by timing one step on all threads and a few on a single thread; then run on the cheaper
-count, trying the other after ``PROBE_AFTER_S`` seconds of stepping, doubling that wait (up to
-``PROBE_AFTER_MAX_S``) each time the try confirms the choice, resetting it when the choice changes, and
-trying at once when the smoothed cost per step on all threads rises by ``CHANGE`` (a load came). A try
-stops as soon as it has cost more than the steps it replaced would have, so trying a losing count costs
-about one step.
+count (one thread unless all are ``HYSTERESIS`` cheaper: a count that is not faster only takes a core
+from the artist's other programs), trying the other after ``PROBE_AFTER_S`` seconds of stepping,
+doubling that wait (up to ``PROBE_AFTER_MAX_S``) each time the try confirms the choice, resetting it
+when the choice changes, and trying at once when the smoothed cost per step on all threads rises by
+``CHANGE`` (a load came). Where the load other processes put on our cores can be read
+(engine.backends.cpu_load), it is read every ``PROBE_AFTER_S`` of stepping instead: while it reads as it
+did when the choice was made (within ``LOAD_CHANGE`` cores) the other count is tried only every
+``PROBE_AFTER_MAX_S``, and at once when it reads changed, so a quiet machine or a steady load spends
+no step on tries. A try stops as soon as it can no longer win (its cost per step so far is above what
+it needs to be chosen, with ``GIVE_UP_SLACK`` for one noisy step), so trying a losing count costs about
+one step.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
+
+from .base import StepTimings
+from .cpu_load import OtherLoad
 
 #: Seconds of stepping before the other count is tried again, first and at most.
 PROBE_AFTER_S = 0.5
@@ -32,13 +46,21 @@ PROBE_AFTER_MAX_S = 8.0
 PROBE_STEPS = 3
 CHUNK_STEPS = 4
 CHUNK_S = 0.03
-#: The other count must be this much cheaper to be chosen (noise must not flip the choice).
+#: All threads must be this much cheaper than one to be chosen (noise must not flip the choice), and
+#: one thread is chosen back when it costs at most ``PREFER_ONE`` more than all (``1 - HYSTERESIS``
+#: against ``1 + PREFER_ONE``: a band in between, so the choice does not flap).
 HYSTERESIS = 0.1
+PREFER_ONE = 0.05
+#: A try is given up once its mean cost per step exceeds the cost that would win by this factor.
+GIVE_UP_SLACK = 1.25
 #: A rise of the (smoothed) cost per step on all threads by this factor triggers a try: the load
 #: came. (On one thread a competing process barely shows; its departure is found by the next try.)
 CHANGE = 1.5
 #: Weight of the newest stretch in the smoothed cost per step.
 SMOOTHING = 0.3
+#: Change of the other processes' load [cores] that makes a due try worth its step (a busy core
+#: reads as 0.7–1; a quiet machine as 0–0.1).
+LOAD_CHANGE = 0.3
 
 
 @dataclass
@@ -51,6 +73,9 @@ class ThreadCountChooser:
         cost: Latest measured seconds per step, by thread count.
         switches: How often the choice changed (for benchmarks and tests).
         steps_by_count: Steps run on each count.
+        load: Reads the other processes' load on our cores (None: tries on the timer alone).
+        skipped: Readings of the load that found it unchanged, each sparing a try the timer alone
+            would have made at its doubling waits (for benchmarks and tests).
     """
 
     most: int
@@ -58,8 +83,14 @@ class ThreadCountChooser:
     cost: dict[int, float] = field(default_factory=dict)
     switches: int = 0
     steps_by_count: dict[int, int] = field(default_factory=dict)
+    load: OtherLoad | None = None
+    skipped: int = 0
+    _load_at_choice: float | None = None  # the other processes' load [cores] when last chosen
+    _forced: bool = False  # the cost on all threads rose: try whatever the load reads
     _wait_s: float = PROBE_AFTER_S
     _since_probe_s: float = 0.0
+    _since_check_s: float = 0.0  # stepping time since the load was last read [s]
+    _load_read: bool = False  # the last reading of the load succeeded
     _reference: float = 0.0  # cost per step of the count in use when it was last chosen or confirmed
     _smoothed: float = 0.0
     _try_steps: int = PROBE_STEPS
@@ -77,10 +108,41 @@ class ThreadCountChooser:
             return 1, remaining, False
         if self.current not in self.cost:
             return self.current, 1, False
-        if self.other not in self.cost or self._since_probe_s >= self._wait_s:
+        if self.other not in self.cost or self._try_due():
+            if self._forced:  # the load changed unread: the next reading is the one this try decides for
+                self._forced, self._load_at_choice = False, None
             self._try_steps = min(max(PROBE_STEPS, self._stretch_steps()), remaining)
             return self.other, self._try_steps, True
         return self.current, min(max(CHUNK_STEPS, self._stretch_steps()), remaining), False
+
+    def _try_due(self) -> bool:
+        """Whether to try the other count now: the cost on all threads rose, the load read changed, or
+        the wait is over (the longest wait while the load reads steady, the doubling one unread)."""
+        if self._forced:
+            return True
+        if self.load is not None and self._since_check_s >= PROBE_AFTER_S:
+            self._since_check_s = 0.0
+            changed = self._load_changed()
+            self._load_read = changed is not None
+            if changed:
+                return True
+        if self._load_read:
+            return self._since_probe_s >= PROBE_AFTER_MAX_S
+        return self._since_probe_s >= self._wait_s
+
+    def _load_changed(self) -> bool | None:
+        """Whether the other processes' load reads changed since the choice was made or confirmed (None:
+        unreadable). The first reading spans the first stretches, where the choice was made: it is the
+        reference until a reading differs by ``LOAD_CHANGE``, which the try it triggers decides for."""
+        now = self.load.sample()
+        if now is None:
+            return None
+        if self._load_at_choice is None or abs(now - self._load_at_choice) < LOAD_CHANGE:
+            self._load_at_choice = now if self._load_at_choice is None else self._load_at_choice
+            self.skipped += 1
+            return False
+        self._load_at_choice = now
+        return True
 
     def _stretch_steps(self) -> int:
         """Steps of the count in use that last ``CHUNK_S``."""
@@ -90,6 +152,7 @@ class ThreadCountChooser:
         """Account ``steps`` steps run on ``threads`` threads in ``seconds`` (stepping time only)."""
         self.steps_by_count[threads] = self.steps_by_count.get(threads, 0) + steps
         per_step = seconds / max(steps, 1)
+        self._since_check_s += seconds
         if not is_try:
             self.cost[threads] = per_step
             self._since_probe_s += seconds
@@ -97,10 +160,12 @@ class ThreadCountChooser:
                 SMOOTHING * per_step + (1.0 - SMOOTHING) * self._smoothed
             if threads > 1 and self._reference and self._smoothed > CHANGE * self._reference:
                 self._wait_s = self._since_probe_s = PROBE_AFTER_S  # the load came: try at once
+                self._forced = True
             return
+        winning = self._winning_cost(threads)
         self.cost[threads] = per_step
         self._since_probe_s = 0.0
-        if per_step < self.cost[self.current] * (1.0 - HYSTERESIS):
+        if per_step <= winning:
             self.current = threads
             self.switches += 1
             self._wait_s = PROBE_AFTER_S
@@ -108,7 +173,44 @@ class ThreadCountChooser:
             self._wait_s = min(2.0 * self._wait_s, PROBE_AFTER_MAX_S)
         self._reference = self._smoothed = self.cost[self.current]
 
+    def _winning_cost(self, threads: int) -> float:
+        """Seconds per step below which a try on ``threads`` replaces the count in use."""
+        current = self.cost.get(self.current, float("inf"))
+        return current * (1.0 + PREFER_ONE) if threads == 1 else current * (1.0 - HYSTERESIS)
+
     def give_up_try(self, threads: int, steps_done: int, seconds: float) -> bool:
-        """Whether a try on ``threads`` that has run ``steps_done`` steps in ``seconds`` already cost more
-        than the whole try would on the count in use (then stop it: it lost)."""
-        return seconds > self.cost.get(self.current, float("inf")) * self._try_steps and steps_done >= 1
+        """Whether a try on ``threads`` that has run ``steps_done`` steps in ``seconds`` has lost: its
+        mean step is beyond what would win (by ``GIVE_UP_SLACK``), or it already cost more than the whole
+        try would on the count in use."""
+        if steps_done < 1:
+            return False
+        current = self.cost.get(self.current, float("inf"))
+        return seconds > GIVE_UP_SLACK * self._winning_cost(threads) * steps_done or \
+            seconds > current * self._try_steps
+
+
+def step_choosing_threads(chooser: ThreadCountChooser, step_on: Callable[[int, int], StepTimings],
+                          count: int) -> StepTimings:
+    """Run ``count`` steps in the stretches ``chooser`` plans, timing each for it.
+
+    Args:
+        chooser: Plans the stretches and is told what each cost.
+        step_on: ``step_on(threads, steps)`` runs ``steps`` steps on ``threads`` threads and returns
+            their timings (a backend's step on a set thread count).
+        count: Steps to run.
+    """
+    timings = StepTimings()
+    done = 0
+    while done < count:
+        threads, steps, is_try = chooser.plan(count - done)
+        spent, ran = 0.0, 0
+        while ran < steps:  # a try one step at a time, so a losing count is left early
+            part = step_on(threads, 1 if is_try else steps)
+            timings.add(part)
+            ran += part.steps
+            spent += part.total_s - part.build_s  # builds come at irregular steps: not compared
+            if is_try and chooser.give_up_try(threads, ran, spent):
+                break
+        chooser.record(threads, ran, spent, is_try=is_try)
+        done += ran
+    return timings

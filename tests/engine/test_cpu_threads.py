@@ -8,26 +8,23 @@ import pytest
 
 from engine.backends import cpu
 from engine.backends.cpu import BackendCpu
-from engine.backends.cpu_threads import PROBE_AFTER_MAX_S, ThreadCountChooser
+from engine.backends.base import StepTimings
+from engine.backends.cpu_threads import PROBE_AFTER_MAX_S, ThreadCountChooser, step_choosing_threads
 
 from .conftest import scene
 
 
 def _drive(chooser: ThreadCountChooser, cost, steps: int) -> list[int]:
-    """Step ``chooser`` through ``steps`` steps where a step on t threads takes ``cost(t, step)`` s;
-    returns the thread count of every step."""
-    used, done = [], 0
-    while done < steps:
-        threads, count, is_try = chooser.plan(steps - done)
-        spent, ran = 0.0, 0
-        while ran < count:
-            spent += cost(threads, done + ran)
-            ran += 1
-            used.append(threads)
-            if is_try and chooser.give_up_try(threads, ran, spent):
-                break
-        chooser.record(threads, ran, spent, is_try=is_try)
-        done += ran
+    """Step ``chooser`` through ``steps`` steps where a step on t threads takes ``cost(t, step)`` s
+    (no clock is read: the costs are given); returns the thread count of every step."""
+    used = []
+
+    def step_on(threads: int, count: int) -> StepTimings:
+        seconds = sum(cost(threads, len(used) + i) for i in range(count))
+        used.extend([threads] * count)
+        return StepTimings(fused_s=seconds, steps=count)
+
+    step_choosing_threads(chooser, step_on, steps)
     return used
 
 
@@ -69,6 +66,25 @@ def test_a_load_that_comes_and_goes_is_followed():
     assert after.count(1) <= 0.02 * len(after), "back on two threads after the load left (tries aside)"
 
 
+def test_all_threads_no_faster_than_one_means_one_thread():
+    """A busy core with threads that sleep at once: all threads cost about what one does (11.8 against
+    11.3 ms, measured). They only take a core from the other programs then: one thread is chosen."""
+    for all_threads in (11.8e-3, 11.0e-3):
+        used = _drive(ThreadCountChooser(2), lambda t, s: 11.3e-3 if t == 1 else all_threads, 600)
+        assert used[:4] == [2, 1, 1, 1] and used.count(2) <= 10, "the first step and 3 tries of 3 steps"
+
+
+def test_a_losing_try_is_given_up_after_one_step():
+    """Tries cost about one step: on a quiet machine one thread's step (14.3 ms against 7.9) and with a
+    busy core the all-thread step (19.6 ms against 11.3) each lose at their first step."""
+    quiet = _drive(ThreadCountChooser(2), lambda t, s: 14.3e-3 if t == 1 else 7.9e-3, 2000)
+    tries = sum(1 for a, b in zip(quiet, quiet[1:]) if a == 2 and b == 1)
+    assert quiet.count(1) == tries, "every try on one thread lasts one step"
+    busy = _drive(ThreadCountChooser(2), lambda t, s: 11.3e-3 if t == 1 else 19.6e-3, 2000)
+    tries = sum(1 for a, b in zip(busy, busy[1:]) if a == 1 and b == 2)
+    assert busy.count(2) == 1 + tries, "the first step, then one step per try"
+
+
 def test_one_thread_allowed_means_no_tries():
     assert _drive(ThreadCountChooser(1), lambda t, s: 1e-3, 50) == [1] * 50
 
@@ -104,3 +120,63 @@ def test_switching_threads_mid_run_changes_no_bit(rng, monkeypatch):
     assert np.array_equal(states[0].positions, states[1].positions)
     assert np.array_equal(states[0].velocities, states[1].velocities)
     assert np.abs(states[0].positions - setup.state.positions).max() > 0
+
+
+def test_the_engine_asks_for_a_short_spin_unless_a_wait_is_named(monkeypatch):
+    import engine
+
+    for named in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT"):
+        monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+        monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
+        engine.prefer_short_spin()
+        assert (engine.os.environ["OMP_WAIT_POLICY"], engine.os.environ["GOMP_SPINCOUNT"]) == \
+            ("PASSIVE", str(engine.SPIN_COUNT))
+        monkeypatch.delenv("OMP_WAIT_POLICY")
+        monkeypatch.delenv("GOMP_SPINCOUNT")
+        monkeypatch.setenv(named, "ACTIVE" if named == "OMP_WAIT_POLICY" else "7")
+        engine.prefer_short_spin()
+        assert [key for key in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT") if key in engine.os.environ] == [named]
+
+
+class _Load:
+    """The other processes' load [cores] as ``OtherLoad.sample`` reads it, given by the test."""
+
+    def __init__(self, cores):
+        self.cores = cores
+
+    def sample(self):
+        return self.cores
+
+
+@pytest.mark.parametrize("faster_alone", [False, True])
+def test_a_steady_load_spends_no_step_on_tries(faster_alone):
+    """Quiet (all threads faster) or one core busy all along (one thread faster): after the first try,
+    tries come due only at the longest wait while the load reads the same."""
+    cost = (lambda t, s: 14.3e-3 if t == 1 else 7.9e-3) if not faster_alone else \
+        (lambda t, s: 11.3e-3 if t == 1 else 19.6e-3)
+    chooser = ThreadCountChooser(2, load=_Load(0.8 if faster_alone else 0.0))
+    used = _drive(chooser, cost, 600)
+    assert used[:2] == [2, 1] and used.count(1 if not faster_alone else 2) == 1
+    assert chooser.skipped >= 3
+
+
+def test_a_load_read_to_change_is_tried_and_followed():
+    """A busy core for 2000 steps, then quiet: while the load reads the same no try; when it reads
+    changed, the next due try goes back to every thread."""
+    load = _Load(0.9)
+
+    def cost(t, step):
+        if step == 2000:
+            load.cores = 0.0
+        return (5.6e-3 if t == 1 else 62e-3) if step < 2000 else (5.6e-3 if t == 1 else 3.0e-3)
+
+    chooser = ThreadCountChooser(2, load=load)
+    used = _drive(chooser, cost, 4000)
+    busy_tries = used[2:2000].count(2)
+    assert busy_tries <= 2, "only at the longest wait (8 s of stepping: once in 11 s)"
+    assert used[2000 + int(1.0 / 5.6e-3):].count(1) <= 20, "back on two threads within the next waits"
+
+
+def test_an_unreadable_load_keeps_the_timer():
+    quiet = lambda t, s: 14.3e-3 if t == 1 else 7.9e-3  # noqa: E731
+    assert _drive(ThreadCountChooser(2, load=_Load(None)), quiet, 2000) == _drive(ThreadCountChooser(2), quiet, 2000)

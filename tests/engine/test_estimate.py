@@ -9,8 +9,10 @@ import pytest
 
 from engine.bake import bake
 from engine.cli.main import main
-from engine.estimate import (PACKED_SPACING, BakeEstimate, estimate_bake, format_duration, frame_costs,
-                             loose_landing_times, packed_state)
+from engine.backends.base import StepTimings
+from engine.backends.cpu_threads import ThreadCountChooser, step_choosing_threads
+from engine.estimate import (PACKED_SPACING, PROBE_SECONDS, PROBE_STEPS, BakeEstimate, _time_steps, estimate_bake,
+                             format_duration, frame_costs, loose_landing_times, packed_state)
 from engine.preset import load_preset
 from engine.scene import setup_from_preset
 
@@ -175,3 +177,42 @@ def test_the_running_bake_rescales_what_is_left():
     assert estimate.remaining_seconds(2.5, 0.25) == pytest.approx(0.45 * 0.25 / 0.35)
     assert estimate.remaining_seconds(4, 1.0) == pytest.approx(0.0)
     assert "3 ms per step once piled" in estimate.lines()[-1] or "3 once piled" in estimate.lines()[-1]
+
+
+class _ChoosingRunner:
+    """A CPU backend stand-in on a clock of its own: a step on t threads costs ``cost[t]`` s, the count
+    chosen by the backend's own chooser and stepping loop (engine.backends.cpu_threads). Its first step
+    also compiles (``compile_s``)."""
+
+    def __init__(self, cost: dict[int, float], compile_s: float = 30.0):
+        self.cost, self.now, self.threads, self.compile_s = cost, 0.0, None, compile_s
+
+    def set_state(self, state) -> None:
+        pass
+
+    def step(self, count: int):
+        if self.threads is None:
+            self.threads = ThreadCountChooser(2)
+        return step_choosing_threads(self.threads, self._step_on, count)
+
+    def _step_on(self, threads: int, count: int) -> StepTimings:
+        seconds, self.compile_s = self.cost[threads] * count + self.compile_s, 0.0
+        self.now += seconds
+        return StepTimings(fused_s=seconds, steps=count)
+
+
+@pytest.mark.parametrize("cost, seconds, threads", [
+    ({1: 5.6e-3, 2: 62e-3}, 5.6e-3, 1),  # a busy core: one thread (measured, issue 27)
+    ({1: 14.3e-3, 2: 7.9e-3}, 7.9e-3, 2),  # quiet: both
+    ({1: 11.3e-3, 2: 11.0e-3}, 11.3e-3, 1),  # a busy core, threads that sleep at once: as fast, so one
+])
+def test_the_probe_times_the_thread_count_the_load_it_sees_makes_the_bake_choose(cost, seconds, threads):
+    """The estimate is for the thread count the load makes the backend choose, not a mix with the tries
+    of the other, nor swayed by a compiling warm-up step."""
+    runner = _ChoosingRunner(cost)
+    warmup, per_step, chooser = _time_steps(runner, None, PROBE_STEPS, PROBE_SECONDS, clock=lambda: runner.now)
+    assert warmup == pytest.approx(30.0 + cost[2]) and per_step == pytest.approx(seconds) and chooser.current == threads
+    estimate = BakeEstimate(particle_count=10**5, dt=1e-4, stiffness=1e3, steps_per_frame=100, expected_overlap=0.01,
+                            impact_speed=1.0, seconds_per_step=per_step, frames=4, warmup_seconds=warmup,
+                            backend="cpu", threads=chooser.current, threads_allowed=chooser.most)
+    assert ("stepping on 1 of 2 threads" in " ".join(estimate.lines())) == (threads == 1)
