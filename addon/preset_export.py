@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engine.settings_schema import COLLIDER, GRAIN, WALL, surface_table
+from ..engine.settings_schema import COLLIDER, GRAIN, WALL, model_tables, surface_table
 from .settings import BakeSettings
 
 AUTO = "auto"
@@ -96,8 +96,9 @@ def settings_to_preset(settings: BakeSettings, *, name: str, description: str = 
         meshes[path] = (np.asarray(collider.vertices, np.float64), np.asarray(collider.triangles))
         colliders.append(_collider(collider, path))
 
+    model = model_tables(sim, blender_only=True)  # [contact], and the model's keys of [time] and [scene]
     time = {"dt": AUTO if sim.dt is None else float(sim.dt), "stiffness": AUTO if sim.stiffness is None
-            else float(sim.stiffness), "rebuild_interval": int(sim.rebuild_interval)}
+            else float(sim.stiffness), **model["time"]}
     if sim.dt is None and sim.substeps is not None:
         time.pop("dt")
         time["substeps"] = int(sim.substeps)
@@ -106,10 +107,9 @@ def settings_to_preset(settings: BakeSettings, *, name: str, description: str = 
         gravity.update(rotation_axis=_vector(sim.gravity_axis), rotation_rate=float(sim.gravity_rate))
     document = {
         "scene": {"name": name, "description": description, "fps": float(sim.fps), "frames": int(sim.frame_count),
-                  "seed": int(sim.seed), "up": "z"},
+                  **model["scene"], "up": "z"},
         "time": time,
-        "contact": {"normal": sim.contact_normal, "friction_model": sim.friction_model,
-                    "rotation": bool(sim.rotation), "integrator": sim.integrator},
+        "contact": model["contact"],
         "domain": {"lo": _vector(dom.lo), "hi": _vector(dom.hi), "open": list(dom.open_sides),
                    **surface_table(dom, WALL)},
         "gravity": gravity,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..engine.settings_schema import COLLIDER, GRAIN, WALL, settings_dataclass, surface_values
+from ..engine.settings_schema import COLLIDER, GRAIN, WALL, model_values, settings_dataclass, surface_values
 
 #: Manifest key telling playback which axis is up in a cache; Blender bakes are Z-up, engine presets Y-up.
 UP_AXIS_KEY = "up_axis"
@@ -140,7 +140,7 @@ ColliderSettings = settings_dataclass("ColliderSettings", _ColliderSettings, COL
 
 
 @dataclass(frozen=True)
-class SimulationSettings:
+class _SimulationSettings:
     """Scene-wide settings of a bake.
 
     Attributes:
@@ -151,23 +151,18 @@ class SimulationSettings:
         substeps: Steps per frame, or None (automatic, or derived from ``dt``).
         stiffness: Contact stiffness [N/m] of the linear law, or None for automatic (always None with
             Hertz–Mindlin, whose stiffness comes from the Young's moduli).
-        friction_model: 'spring' (static friction, history per contact) or 'damper' (history-free), both
-            on every backend, see ``engine.model.Physics``.
-        rebuild_interval: Steps between two rebuilds of the collision structure.
         backend: 'auto', 'cpu', 'cuda' or 'optix'.
         fps: Frames per second of the scene [1/s].
         frame_start: Scene frame that shows cache frame 1.
         frame_count: Number of cache frames, the first being the initial state.
-        seed: Seed of every random choice (packing jitter, sizes).
         cache_folder: Absolute path of the cache folder.
         scene_name: Blender scene name (stored in the manifest).
         blend_file: Path of the .blend, or "" when unsaved (stored in the manifest).
         fields: Engine fields (``engine.fields.ForceField``): the panel's and the scene's force-field
             objects', as ``addon.force_fields`` translates them.
-        rotation: Grains rotate (False: the paper's non-rotating model).
-        integrator: 'verlet' or 'euler'.
-        contact_normal: 'hooke' (the linear law) or 'hertz' (Hertz–Mindlin from the sources' and the
-            domain's Young's moduli and Poisson's ratios; CPU backend only), see ``engine.model.Physics``.
+
+    The model's settings that Blender sets (contact_normal, friction_model, rotation, integrator,
+    rebuild_interval, seed) are engine.settings_schema's, as on ``engine.model.Physics``.
     """
 
     gravity: tuple[float, float, float]
@@ -176,20 +171,17 @@ class SimulationSettings:
     dt: float | None
     substeps: int | None
     stiffness: float | None
-    friction_model: str
-    rebuild_interval: int
     backend: str
     fps: float
     frame_start: int
     frame_count: int
-    seed: int
     cache_folder: Path
     scene_name: str = ""
     blend_file: str = ""
     fields: tuple = ()
-    rotation: bool = True
-    integrator: str = "verlet"
-    contact_normal: str = "hooke"
+
+
+SimulationSettings = settings_dataclass("SimulationSettings", _SimulationSettings, model="blender")
 
 
 @dataclass(frozen=True)
@@ -311,9 +303,8 @@ def setup_from_settings(settings: BakeSettings):
         material_index=material_index,
         object_id=material_index.copy(), materials=materials, domain=dom.domain(), gravity=gravity,
         fields=tuple(sim.fields), dt=sim.dt, substeps=sim.substeps, stiffness=sim.stiffness, fps=sim.fps,
-        rebuild_interval=sim.rebuild_interval, seed=sim.seed, name=sim.scene_name or "Blender scene",
-        colliders=colliders_from_settings(settings), friction_model=sim.friction_model,
-        rotation=sim.rotation, integrator=sim.integrator, contact_normal=sim.contact_normal,
+        name=sim.scene_name or "Blender scene", colliders=colliders_from_settings(settings),
+        **model_values(sim, blender_only=True),
         bodies=tuple(Body(object_id=index, kind=source.body, glue_strength=source.glue_strength)
                      for index, source in enumerate(settings.sources) if source.body != "loose"))
     return replace(setup, notes=setup.notes + tuple(notes)) if notes else setup

@@ -16,7 +16,7 @@ import bpy
 import numpy as np
 
 from ..engine.errors import MochiError
-from ..engine.settings_schema import BLENDER_PREFIX, GRAIN, WALL, surface_values
+from ..engine.settings_schema import BLENDER_PREFIX, GRAIN, WALL, from_blender, model_settings, surface_values
 from .settings import BakeSettings, DomainSettings, SimulationSettings, SourceSettings
 
 
@@ -261,11 +261,10 @@ def scene_blender_to_settings(context, *, frame_count: int | None = None,
         substeps=s.substeps if s.timestep_mode == "SUBSTEPS" else None,
         # Hertz–Mindlin takes its stiffness from the Young's moduli; the engine refuses a given one.
         stiffness=None if s.use_auto_stiffness or s.contact_law == "HERTZ" else s.stiffness,
-        friction_model=s.friction_model.lower(), contact_normal=s.contact_law.lower(),
-        rebuild_interval=s.rebuild_interval, backend=s.backend, fps=fps, frame_start=s.frame_start,
-        frame_count=frames, seed=s.seed, cache_folder=cache_folder(scene) if with_cache_folder else Path(),
-        scene_name=scene.name,
-        blend_file=bpy.data.filepath, rotation=bool(s.rotation), integrator=s.integrator.lower())
+        backend=s.backend, fps=fps, frame_start=s.frame_start, frame_count=frames,
+        cache_folder=cache_folder(scene) if with_cache_folder else Path(), scene_name=scene.name,
+        blend_file=bpy.data.filepath,
+        **{m.key: from_blender(m, getattr(s, m.blender)) for m in model_settings(blender_only=True)})
     if s.use_rotating_gravity and not any(s.gravity_axis):
         raise MochiError("The rotating gravity axis is zero; give it a direction.")
     from .force_fields import scene_fields_blender_to_engine

@@ -81,6 +81,7 @@ import math
 import numpy as np
 
 from .model import Material
+from .settings_schema import model_setting
 
 #: k_t / k of the tangential spring (2/7, Hertz–Mindlin's ratio for a Poisson ratio near 0.25).
 TANGENTIAL_STIFFNESS_RATIO = 2.0 / 7.0
@@ -89,14 +90,15 @@ TANGENTIAL_STIFFNESS_RATIO = 2.0 / 7.0
 #: √(5/6), the factor of the Tsuji damping in the Hertz–Mindlin law (LIGGGHTS' ``sqrtFiveOverSix``).
 SQRT_FIVE_SIXTHS = math.sqrt(5.0 / 6.0)
 
-#: The normal laws a scene may choose (``Physics.contact_normal``).
-CONTACT_NORMAL_LAWS = ("hooke", "hertz")
+#: The normal laws a scene may choose (``Physics.contact_normal``; engine.settings_schema defines them).
+CONTACT_NORMAL_LAWS = model_setting("contact_normal").choice_keys()
 
 #: The friction caps a scene may choose (``Physics.friction_cap``; docs/physics.md compares them), in the
 #: order of their codes in the law tables: 'clipped' (Mochi's: spring and damping together capped at
 #: μ max(f_n, 0)), 'absolute' (LAMMPS': the same capped at μ |f_n|), 'spring' (LIGGGHTS': the spring alone
-#: capped at μ |f_n|, the tangential damping acting only while the contact sticks).
-FRICTION_CAPS = ("clipped", "absolute", "spring")
+#: capped at μ |f_n|, the tangential damping acting only while the contact sticks). engine.settings_schema
+#: defines them, in that order.
+FRICTION_CAPS = model_setting("friction_cap").choice_keys()
 
 
 def effective_moduli(youngs_i: float, poisson_i: float, youngs_j: float, poisson_j: float) -> tuple[float, float]:

@@ -17,7 +17,7 @@ import numpy as np
 from .bonds import BODY_KINDS, Body, check_bodies, make_bonds, make_clumps  # noqa: F401  (Body: this API)
 from .errors import MochiError
 from .fields import ForceField, rotate
-from .settings_schema import GRAIN, WALL, settings_dataclass
+from .settings_schema import GRAIN, WALL, model_setting, settings_dataclass
 
 #: Names of the six sides of the domain box, in the order used by every wall mask.
 SIDES = ("-x", "+x", "-y", "+y", "-z", "+z")
@@ -141,15 +141,16 @@ class Physics:
     dt: float = 1.0e-4
     steps_per_frame: int = 400
     fps: float = 25.0
-    rebuild_interval: int = 10
+    # The model settings' defaults are engine.settings_schema's (one place for presets, Blender and this).
+    rebuild_interval: int = model_setting("rebuild_interval").default
     speed_limit: float = 1.0e3
-    seed: int = 0
-    friction_model: str = "spring"
-    rotation: bool = True
-    integrator: str = "verlet"
+    seed: int = model_setting("seed").default
+    friction_model: str = model_setting("friction_model").default
+    rotation: bool = model_setting("rotation").default
+    integrator: str = model_setting("integrator").default
     bodies: tuple[Body, ...] = ()
-    contact_normal: str = "hooke"
-    friction_cap: str = "clipped"
+    contact_normal: str = model_setting("contact_normal").default
+    friction_cap: str = model_setting("friction_cap").default
 
     def to_json(self) -> dict:
         """A JSON-safe dict that ``from_json`` turns back into the same ``Physics``."""

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .contact_law import CONTACT_NORMAL_LAWS, FRICTION_CAPS
 from .errors import MochiError
 from .fields import FIELD_KINDS, SEED_LIMIT, SHAPES, VORTEX_PROFILES, Z_DIRECTIONS
 from .model import SIDES
 from .preset_colliders import ColliderSpec, parse_colliders
-from .settings_schema import GRAIN, WALL, attribute, read_surface, settings_dataclass, settings_for
+from .settings_schema import (GRAIN, WALL, attribute, model_keys, read_model, read_surface, settings_dataclass,
+                              settings_for)
 
 AUTO = "auto"
 
@@ -74,19 +74,12 @@ class _Preset:
     description: str = ""
     fps: float = 25.0
     frames: int = 10
-    seed: int = 0
     dt: float | None = None
     substeps: int | None = None
     stiffness: float | None = None
-    rebuild_interval: int = 10
-    friction_model: str = "spring"
-    rotation: bool = True
-    integrator: str = "verlet"
     domain_lo: tuple[float, float, float] = (0.0, 0.0, 0.0)
     domain_hi: tuple[float, float, float] = (1.0, 1.0, 1.0)
     open_sides: tuple[str, ...] = ()
-    contact_normal: str = "hooke"
-    friction_cap: str = "clipped"
     gravity: tuple[float, float, float] = (0.0, -9.81, 0.0)
     gravity_axis: tuple[float, float, float] | None = None
     gravity_rate: float = 0.0
@@ -104,8 +97,10 @@ class _Preset:
         return Path(self.source).parent
 
 
-#: The wall fields (wall_friction, ...) are engine.settings_schema's wall settings, as on ``Domain``.
-Preset = settings_dataclass("Preset", _Preset, WALL)
+#: The wall fields (wall_friction, ...) are engine.settings_schema's wall settings, as on ``Domain``, and
+#: the model's (contact_normal, friction_model, rotation, integrator, friction_cap, rebuild_interval, seed)
+#: its model settings.
+Preset = settings_dataclass("Preset", _Preset, WALL, model="all")
 
 
 # --- validation helpers -------------------------------------------------------------------------
@@ -217,13 +212,13 @@ def parse_preset(data: dict, source: str) -> Preset:
     """Validate a parsed TOML document; ``source`` names it in errors."""
     c = _Checker(source)
     c.table(data, "the file", TOP_KEYS)
-    scene = c.table(data.get("scene", {}), "[scene]", {"name", "description", "fps", "frames", "seed", "up"})
-    time = c.table(data.get("time", {}), "[time]", {"dt", "substeps", "stiffness", "rebuild_interval"})
-    contact = c.table(data.get("contact", {}), "[contact]", {"friction_model", "rotation", "integrator", "normal",
-                                                             "friction_cap"})
+    scene = c.table(data.get("scene", {}), "[scene]", {"name", "description", "fps", "frames", "up",
+                                                       *model_keys("scene")})
+    time = c.table(data.get("time", {}), "[time]", {"dt", "substeps", "stiffness", *model_keys("time")})
+    contact = c.table(data.get("contact", {}), "[contact]", model_keys("contact"))
     domain = c.table(data.get("domain", {}), "[domain]", DOMAIN_KEYS)
-    normal = c.string(contact, "[contact]", "normal", "hooke", choices=CONTACT_NORMAL_LAWS)
-    if normal == "hertz" and time.get("stiffness", "auto") != "auto":
+    model = read_model({"scene": scene, "time": time, "contact": contact}, c.fail)
+    if model["contact_normal"] == "hertz" and time.get("stiffness", "auto") != "auto":
         c.fail("[time] stiffness", "has no meaning with [contact] normal = \"hertz\" (the stiffness comes from "
                "the materials' youngs_modulus); leave it out")
     gravity = c.table(data.get("gravity", {}), "[gravity]", {"vector", "rotation_axis", "rotation_rate"})
@@ -307,19 +302,13 @@ def parse_preset(data: dict, source: str) -> Preset:
         description=c.string(scene, "[scene]", "description", ""),
         fps=c.number(scene, "[scene]", "fps", 25.0, low=0, low_open=True, high=10_000),
         frames=c.number(scene, "[scene]", "frames", 10, low=1, high=1_048_574, integer=True),
-        seed=c.number(scene, "[scene]", "seed", 0, low=0, integer=True),
         up_axis=c.string(scene, "[scene]", "up", "y", choices=("y", "z")).upper(),
         dt=c.number(time, "[time]", "dt", None, low=0, low_open=True, high=1.0, allow_auto=True),
         substeps=c.number(time, "[time]", "substeps", None, low=1, integer=True),
         stiffness=c.number(time, "[time]", "stiffness", None, low=0, low_open=True, allow_auto=True),
-        rebuild_interval=c.number(time, "[time]", "rebuild_interval", 10, low=1, integer=True),
-        friction_model=c.string(contact, "[contact]", "friction_model", "spring", choices=("spring", "damper")),
-        rotation=c.boolean(contact, "[contact]", "rotation", True),
-        integrator=c.string(contact, "[contact]", "integrator", "verlet", choices=("verlet", "euler")),
+        **model,
         domain_lo=lo, domain_hi=hi, open_sides=tuple(open_sides),
         **c.surface(domain, "[domain]", WALL),
-        contact_normal=normal,
-        friction_cap=c.string(contact, "[contact]", "friction_cap", "clipped", choices=FRICTION_CAPS),
         gravity=c.vector(gravity, "[gravity]", "vector", (0.0, -9.81, 0.0)),
         gravity_axis=axis,
         gravity_rate=c.number(gravity, "[gravity]", "rotation_rate", 0.0),

@@ -21,7 +21,7 @@ from .model import Body, Domain, Gravity, Material, Model, Physics, build_model,
 from .ply import read_particles
 from .preset import EmitterSpec, Preset
 from .preset_colliders import colliders_from_specs
-from .settings_schema import WALL, surface_values
+from .settings_schema import WALL, model_values, surface_values
 from .state import State, make_state
 from .timestep import (TimeStepChoice, choose_time_step, expected_impact_speed, hertz_contacts,
                        rayleigh_time)
@@ -429,8 +429,6 @@ def setup_from_preset(preset: Preset, *, particles: int | None = None,
                              material_index=material_index, object_id=object_id, materials=materials,
                              domain=domain, gravity=gravity, fields=fields, dt=preset.dt,
                              substeps=preset.substeps, stiffness=preset.stiffness, fps=preset.fps,
-                             rebuild_interval=preset.rebuild_interval, seed=preset.seed, name=preset.name,
-                             frames=preset.frames, colliders=colliders, friction_model=preset.friction_model,
-                             rotation=preset.rotation, integrator=preset.integrator, bodies=tuple(bodies),
-                             contact_normal=preset.contact_normal, friction_cap=preset.friction_cap)
+                             name=preset.name, frames=preset.frames, colliders=colliders, bodies=tuple(bodies),
+                             **model_values(preset))
     return replace(setup, notes=setup.notes + notes) if notes else setup

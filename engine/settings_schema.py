@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -199,19 +199,28 @@ def surface_fields(surface: str) -> list[tuple[str, type, Any]]:
             for s in settings_for(surface)]
 
 
-def settings_dataclass(name: str, base: type, surface: str, *, eq: bool = True) -> type:
-    """A frozen dataclass ``name`` with the fields and methods of the dataclass ``base``, then one float
-    field per setting of ``surface`` (defaults from the schema), in ``base``'s module.
+def settings_dataclass(name: str, base: type, surface: str | None = None, *, model: str | None = None,
+                       eq: bool = True) -> type:
+    """A frozen dataclass ``name`` with the fields and methods of the dataclass ``base``, then one field
+    per setting of ``surface`` (None: none) and per model setting (``model`` 'all', or 'blender' for those
+    Blender has a property for; None: none), defaults from the schema, in ``base``'s module.
 
-    The docstring is ``base``'s with a line per setting (its tooltip, unit and default), so ``help()``
-    and the API docs list the generated fields as if they were written out.
+    The docstring is ``base``'s with a line per generated field (its tooltip, unit and default), so
+    ``help()`` and the API docs list them as if they were written out.
     """
-    lines = [f"        {attribute(s, surface)}: {tooltip(s, surface) or s.label}"
-             + (f" [{s.unit}]" if s.unit and f"({s.unit}" not in tooltip(s, surface) else "")
-             + f" (default {s.default:g})." for s in settings_for(surface)]
-    heading = f"\n\n    Settings ({surface}, from engine.settings_schema):\n"
+    fields, lines = [], []
+    if surface is not None:
+        fields += surface_fields(surface)
+        lines += [f"        {attribute(s, surface)}: {tooltip(s, surface) or s.label}"
+                  + (f" [{s.unit}]" if s.unit and f"({s.unit}" not in tooltip(s, surface) else "")
+                  + f" (default {s.default:g})." for s in settings_for(surface)]
+    if model is not None:
+        chosen = model_settings(blender_only=model == "blender")
+        fields += [(m.key, m.type, dataclasses.field(default=m.default, metadata={"setting": m})) for m in chosen]
+        lines += [f"        {m.key}: {m.tooltip} (default {m.default!r})." for m in chosen]
+    heading = "\n\n    Settings (from engine.settings_schema):\n"
     doc = (base.__doc__ or "").rstrip() + heading + "\n".join(lines)
-    cls = dataclasses.make_dataclass(name, surface_fields(surface), bases=(base,), frozen=True, eq=eq,
+    cls = dataclasses.make_dataclass(name, fields, bases=(base,), frozen=True, eq=eq,
                                      namespace={"__doc__": doc + "\n"})
     cls.__module__, cls.__qualname__ = base.__module__, name  # pickled and named as if written there
     return cls
@@ -280,14 +289,185 @@ def read_surface(table: dict, surface: str, fail) -> dict[str, float]:
     return {k: float(getattr(converted, k)) for k in names}
 
 
+# --- the model's settings: contact law, friction, rotation, integrator, rebuild interval, seed ----------
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One value of a choice setting: its engine/TOML key ('spring'), Blender label and tooltip."""
+
+    key: str
+    label: str
+    tooltip: str
+
+
+@dataclass(frozen=True)
+class ModelSetting:
+    """One scene-wide setting of the simulation model (not a material): a choice, a switch or a count.
+
+    Attributes:
+        key: Attribute of ``engine.model.Physics``, ``engine.preset.Preset`` and the add-on's
+            ``SimulationSettings`` ('contact_normal').
+        table: The preset table that holds it ('contact').
+        toml_key: Its key there ('normal').
+        blender: The ``Scene.mochi`` property ('contact_law'), or None where Blender has none (then the
+            add-on's settings do not carry it either: a Blender bake uses the default).
+        label: Blender's label.
+        default: bool, int or str (a choice's key).
+        tooltip: What it does (Blender's tooltip).
+        choices: The values of a choice (Blender's enum items: identifier the key in capitals).
+        low: Smallest value of a count.
+        soft: Blender slider range of a count.
+    """
+
+    key: str
+    table: str
+    toml_key: str
+    blender: str | None
+    label: str
+    default: bool | int | str
+    tooltip: str
+    choices: tuple[Choice, ...] = ()
+    low: int | None = None
+    soft: tuple[int, int] | None = None
+
+    @property
+    def type(self) -> type:
+        return type(self.default)
+
+    def choice_keys(self) -> tuple[str, ...]:
+        return tuple(c.key for c in self.choices)
+
+
+MODEL_SETTINGS: tuple[ModelSetting, ...] = (
+    ModelSetting("contact_normal", "contact", "normal", "contact_law", "Contact Law", "hooke",
+                 "How touching grains push each other apart",
+                 (Choice("hooke", "Linear (Hooke)", "A linear spring and dashpot: the push grows in step with the "
+                         "overlap; its stiffness is Automatic Stiffness or the Stiffness given here. Runs on every "
+                         "backend"),
+                  Choice("hertz", "Hertz–Mindlin", "The engineering default: the stiffness of each contact comes "
+                         "from the Young's modulus and Poisson's ratio of each material (and of the walls) and grows "
+                         "with the overlap, as between real elastic spheres. CPU backend only"))),
+    ModelSetting("friction_model", "contact", "friction_model", "friction_model", "Friction", "spring",
+                 "How grains resist sliding on each other, on walls and on colliders",
+                 (Choice("spring", "Static", "A tangential spring per contact: grains rest on slopes and piles keep "
+                         "their angle of repose. Runs on every backend (a resumed OptiX bake agrees to float32 "
+                         "rounding)"),
+                  Choice("damper", "Sliding", "History-free: sliding is resisted but never stopped, so piles slowly "
+                         "spread. Runs on every backend, the GPU ones included"))),
+    ModelSetting("rotation", "contact", "rotation", "rotation", "Rotating Grains", True,
+                 "Grains spin from friction at their contacts (and roll). Off is the Mochi paper's non-rotating "
+                 "model, which acts as infinite rolling resistance"),
+    ModelSetting("integrator", "contact", "integrator", "integrator", "Integrator", "verlet",
+                 "How positions and velocities advance each step",
+                 (Choice("verlet", "Velocity Verlet", "Second order, as LAMMPS' fix nve/sphere: better energy "
+                         "accuracy"),
+                  Choice("euler", "Euler", "Semi-implicit Euler, the Mochi paper's integrator (with Rotating Grains "
+                         "off it reproduces the paper's results)"))),
+    ModelSetting("friction_cap", "contact", "friction_cap", None, "Friction Cap", "clipped",
+                 "How friction and rolling resistance are capped: Mochi's, or a peer's convention for comparisons "
+                 "with it",
+                 # In the order of their codes in the law tables (engine.contact_law.FRICTION_CAPS).
+                 (Choice("clipped", "Clipped", "Mochi's: spring and damping together capped at μ max(f_n, 0)"),
+                  Choice("absolute", "Absolute", "LAMMPS': spring and damping together capped at μ |f_n|"),
+                  Choice("spring", "Spring", "LIGGGHTS': the spring alone capped at μ |f_n|, the tangential "
+                         "damping acting only while the contact sticks"))),
+    ModelSetting("rebuild_interval", "time", "rebuild_interval", "rebuild_interval", "Rebuild Interval", 10,
+                 "Steps between two full rebuilds of the collision structure (refit or reuse in between)",
+                 low=1, soft=(1, 100)),
+    ModelSetting("seed", "scene", "seed", "seed", "Seed",
+                 0, "Seed of every random choice while packing (same seed, same grains)", low=0, soft=(0, 1000)),
+)
+
+
+def model_settings(*, blender_only: bool = False) -> tuple[ModelSetting, ...]:
+    """The model settings (those Blender has a property for, with ``blender_only``)."""
+    return tuple(m for m in MODEL_SETTINGS if m.blender is not None or not blender_only)
+
+
+def model_setting(key: str) -> ModelSetting:
+    """The model setting whose engine attribute is ``key``."""
+    return next(m for m in MODEL_SETTINGS if m.key == key)
+
+
+def model_keys(table: str) -> set[str]:
+    """The TOML keys the model settings put in ``table`` ('contact', 'time', 'scene')."""
+    return {m.toml_key for m in MODEL_SETTINGS if m.table == table}
+
+
+def model_values(source: Any, *, blender_only: bool = False) -> dict[str, Any]:
+    """``{engine attribute: value}`` of the model settings on ``source`` (a Preset, Physics, settings)."""
+    return {m.key: getattr(source, m.key) for m in model_settings(blender_only=blender_only)}
+
+
+def model_tables(source: Any, *, blender_only: bool = False) -> dict[str, dict[str, Any]]:
+    """The model settings of ``source`` as preset tables: ``{table: {toml key: value}}``."""
+    tables: dict[str, dict[str, Any]] = {}
+    for m in model_settings(blender_only=blender_only):
+        tables.setdefault(m.table, {})[m.toml_key] = getattr(source, m.key)
+    return tables
+
+
+def to_blender(setting: ModelSetting, value: Any) -> Any:
+    """A model setting's engine value as its Blender property holds it (a choice in capitals)."""
+    return value.upper() if setting.choices else value
+
+
+def from_blender(setting: ModelSetting, value: Any) -> Any:
+    """A Blender property's value as the engine's (a choice in lower case)."""
+    return value.lower() if setting.choices else setting.type(value)
+
+
+def _model_type(setting: ModelSetting):
+    if setting.choices:
+        return Literal[setting.choice_keys()]
+    if setting.type is bool:
+        return bool
+    return Annotated[int, msgspec.Meta(ge=setting.low, le=2**31 - 1)]
+
+
+def read_model(tables: dict[str, dict], fail) -> dict[str, Any]:
+    """The model settings found in a preset's tables (defaults for those left out), checked.
+
+    Args:
+        tables: ``{table name: parsed table}``; keys that are not model settings are ignored.
+        fail: ``fail(where, message)`` raises the one sentence ('<file>: <where> <message>.'), ``where``
+            being '[table] key'.
+
+    Returns:
+        ``{engine attribute: value}`` for every model setting.
+    """
+    values = {}
+    for m in MODEL_SETTINGS:
+        table = tables.get(m.table, {})
+        if m.toml_key not in table:
+            values[m.key] = m.default
+            continue
+        value = table[m.toml_key]
+        try:
+            values[m.key] = msgspec.convert(value, _model_type(m), strict=True)
+        except msgspec.ValidationError:
+            where = f"[{m.table}] {m.toml_key}"
+            if m.choices:
+                fail(where, f"must be one of {', '.join(m.choice_keys())}, not {_short(value)}")
+            if m.type is bool:
+                fail(where, f"must be true or false, not {_short(value)}")
+            if isinstance(value, int) and not isinstance(value, bool) and value < m.low:
+                fail(where, f"must be ≥ {m.low}, not {_short(value)}")
+            if isinstance(value, int) and not isinstance(value, bool):
+                fail(where, f"must be ≤ {2**31 - 1}, not {_short(value)}")
+            fail(where, f"must be an integer, not {_short(value)}")
+    return values
+
+
 def settings_markdown() -> str:
     """docs/settings.md: a table per surface of every setting's key, Blender label, unit, default and
-    bounds, with its tooltip (``scripts/settings_doc.py`` writes it; a test keeps it current)."""
+    bounds, with its tooltip, and one of the model settings (``scripts/settings_doc.py`` writes it; a test keeps it current)."""
     where = {GRAIN: ("Grain material", "a preset's `[[materials]]`, a look's `[material]`, a source object"),
              WALL: ("Walls", "a preset's `[domain]`, the domain object"),
              COLLIDER: ("Collider surface", "a preset's `[[colliders]]`, a collider object "
                                             "(Blender properties `collider_<key>`)")}
-    lines = ["# Material and surface settings", "",
+    lines = ["# Material, surface and model settings", "",
              "Generated from `engine/settings_schema.py` by `python scripts/settings_doc.py`; do not edit.",
              "A preset, a look or a Blender object that leaves a setting out gets its default.", ""]
     for surface in SURFACES:
@@ -299,4 +479,14 @@ def settings_markdown() -> str:
             lines.append(f"| `{attribute(s, surface)}` | {label(s, surface)} | {s.unit or '–'} | {s.default:g} | "
                          f"{s.bounds_text()} | {tooltip(s, surface)} |")
         lines.append("")
+    lines += ["## The model", "",
+              "Read from a preset's `[contact]`, `[time]` and `[scene]` tables and the scene's Mochi settings.", "",
+              "| preset key | Blender | default | allowed | what it does |", "| --- | --- | --- | --- | --- |"]
+    for m in MODEL_SETTINGS:
+        allowed = (", ".join(f"`{c.key}` ({c.label}: {c.tooltip})" for c in m.choices) if m.choices else
+                   "true, false" if m.type is bool else f"integer ≥ {m.low}")
+        default = str(m.default).lower() if m.type is bool else f"`{m.default}`" if m.choices else m.default
+        lines.append(f"| `[{m.table}] {m.toml_key}` | {m.label if m.blender else '–'} | {default} | {allowed} | "
+                     f"{m.tooltip} |")
+    lines.append("")
     return "\n".join(lines)

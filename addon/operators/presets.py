@@ -17,7 +17,8 @@ from pathlib import Path
 import bpy
 from bpy.props import StringProperty
 
-from ...engine.settings_schema import GRAIN, WALL, surface_values
+from ...engine.settings_schema import GRAIN, WALL, model_settings, surface_values
+from ...engine.settings_schema import to_blender as blender_value
 from ..properties.object import set_surface
 
 #: Engine side name → Blender side name under the Y-up → Z-up turn.
@@ -145,21 +146,17 @@ def apply_preset(preset, scene: bpy.types.Scene, active: bpy.types.Object | None
     # in the scene's frames instead.
     scene_fps = scene.render.fps / scene.render.fps_base
     s.frame_end = s.frame_start + preset_frames_in_scene(preset, scene_fps) - 1
-    s.seed = preset.seed
+    for setting in model_settings(blender_only=True):  # contact law, friction, rotation, integrator...
+        setattr(s, setting.blender, blender_value(setting, getattr(preset, setting.key)))
     if preset.dt is not None:
         s.timestep_mode, s.dt = "FIXED", preset.dt
     elif preset.substeps is not None:
         s.timestep_mode, s.substeps = "SUBSTEPS", preset_substeps_in_scene(preset, scene_fps)
     else:
         s.timestep_mode = "AUTO"
-    s.contact_law = preset.contact_normal.upper()
     s.use_auto_stiffness = preset.stiffness is None
     if preset.stiffness is not None:
         s.stiffness = preset.stiffness
-    s.rebuild_interval = preset.rebuild_interval
-    s.friction_model = preset.friction_model.upper()
-    s.rotation = preset.rotation
-    s.integrator = preset.integrator.upper()
     s.gravity = to_blender(preset.gravity)
     s.use_rotating_gravity = preset.gravity_axis is not None and preset.gravity_rate != 0.0
     if s.use_rotating_gravity:

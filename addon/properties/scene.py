@@ -7,6 +7,7 @@ import bpy
 from bpy.props import (BoolProperty, CollectionProperty, EnumProperty, FloatProperty, FloatVectorProperty,
                        IntProperty, PointerProperty, StringProperty)
 
+from ...engine.settings_schema import ModelSetting, model_settings
 from .fields import MochiFieldSettings
 
 BACKEND_LABELS = {"auto": "Automatic", "cpu": "CPU", "cuda": "CUDA", "optix": "OptiX"}
@@ -76,7 +77,11 @@ def _set_frame_end(self, value: int) -> None:
 
 
 class MochiSceneSettings(bpy.types.PropertyGroup):
-    """Settings of the scene's Mochi simulation (Scene.mochi)."""
+    """Settings of the scene's Mochi simulation (Scene.mochi).
+
+    The model's settings (Contact Law, Friction, Rotating Grains, Integrator, Rebuild Interval, Seed) are
+    not written out here: ``_add_model_properties`` adds one per engine.settings_schema model setting.
+    """
 
     # Not animatable: a bake reads gravity once; a keyframe would be silently ignored.
     gravity: FloatVectorProperty(
@@ -106,43 +111,12 @@ class MochiSceneSettings(bpy.types.PropertyGroup):
         name="Time Step", description="Simulation time step", subtype="TIME_ABSOLUTE",
         unit="TIME_ABSOLUTE", default=1.0e-4, min=1.0e-9, soft_min=1.0e-6, soft_max=1.0e-2,
         precision=6, step=0.001)
-    contact_law: EnumProperty(
-        name="Contact Law", description="How touching grains push each other apart",
-        items=(("HOOKE", "Linear (Hooke)", "A linear spring and dashpot: the push grows in step with the overlap; "
-                "its stiffness is Automatic Stiffness or the Stiffness given here. Runs on every backend"),
-               ("HERTZ", "Hertz–Mindlin", "The engineering default: the stiffness of each contact comes from the "
-                "Young's modulus and Poisson's ratio of each material (and of the walls) and grows with the "
-                "overlap, as between real elastic spheres. CPU backend only")),
-        default="HOOKE")
     use_auto_stiffness: BoolProperty(
         name="Automatic Stiffness",
         description="Choose the contact stiffness of the linear law from the grain sizes and masses", default=True)
     stiffness: FloatProperty(
         name="Stiffness", description="Spring constant of the linear contact law, in newtons per metre (N/m)",
         default=1.0e3, min=1.0e-6, soft_min=1.0, soft_max=1.0e7)
-    friction_model: EnumProperty(
-        name="Friction",
-        description="How grains resist sliding on each other, on walls and on colliders",
-        items=(("SPRING", "Static", "A tangential spring per contact: grains rest on slopes and piles keep "
-                "their angle of repose. Runs on every backend (a resumed OptiX bake agrees to float32 rounding)"),
-               ("DAMPER", "Sliding", "History-free: sliding is resisted but never stopped, so piles slowly "
-                "spread. Runs on every backend, the GPU ones included")),
-        default="SPRING")
-    rotation: BoolProperty(
-        name="Rotating Grains",
-        description="Grains spin from friction at their contacts (and roll). Off is the Mochi paper's "
-        "non-rotating model, which acts as infinite rolling resistance",
-        default=True)
-    integrator: EnumProperty(
-        name="Integrator", description="How positions and velocities advance each step",
-        items=(("VERLET", "Velocity Verlet", "Second order, as LAMMPS' fix nve/sphere: better energy accuracy"),
-               ("EULER", "Euler", "Semi-implicit Euler, the Mochi paper's integrator (with Rotating Grains "
-                "off it reproduces the paper's results)")),
-        default="VERLET")
-    rebuild_interval: IntProperty(
-        name="Rebuild Interval",
-        description="Steps between two full rebuilds of the collision structure (refit or reuse in between)",
-        default=10, min=1, soft_min=1, soft_max=100)
     backend: EnumProperty(
         name="Backend", description="Where the simulation runs; unavailable devices say why",
         items=backend_items)
@@ -156,9 +130,6 @@ class MochiSceneSettings(bpy.types.PropertyGroup):
     frame_end: IntProperty(
         name="End", description="Last scene frame to bake; the scene's end while Use Scene Range is on",
         get=_get_frame_end, set=_set_frame_end, soft_min=1, soft_max=10000)
-    seed: IntProperty(
-        name="Seed", description="Seed of every random choice while packing (same seed, same grains)",
-        default=0, min=0, soft_min=0, soft_max=1000)
     cache_directory: StringProperty(
         name="Cache Folder",
         description="Folder of the bake cache (PLY per frame); '//' is the folder of the .blend file. Empty: "
@@ -197,6 +168,25 @@ class MochiSceneSettings(bpy.types.PropertyGroup):
         return self.frame_end - self.frame_start + 1
 
 
+def model_property(setting: ModelSetting):
+    """The Blender property of a model setting: an enum (identifiers the keys in capitals), a switch or a
+    count, with the schema's label, tooltip, default and bounds."""
+    words = dict(name=setting.label, description=setting.tooltip)
+    if setting.choices:
+        return EnumProperty(**words, items=tuple((c.key.upper(), c.label, c.tooltip) for c in setting.choices),
+                            default=setting.default.upper())
+    if setting.type is bool:
+        return BoolProperty(**words, default=setting.default)
+    return IntProperty(**words, default=setting.default, min=setting.low, soft_min=setting.soft[0],
+                       soft_max=setting.soft[1])
+
+
+def _add_model_properties(cls) -> None:
+    for setting in model_settings(blender_only=True):
+        cls.__annotations__[setting.blender] = model_property(setting)
+
+
+_add_model_properties(MochiSceneSettings)
 CLASSES = (MochiFieldSettings, MochiSceneSettings)
 
 

@@ -60,3 +60,41 @@ def test_every_value_set_in_blender_reaches_the_engine_and_the_preset(small_scen
     assert {k: v for k, v in document["materials"][0].items() if k != "name"} == chosen["grain"]
     assert {k: document["domain"][k] for k in chosen["wall"]} == chosen["wall"]
     assert {k: document["colliders"][0][k] for k in chosen["collider"]} == chosen["collider"]
+
+
+def test_the_model_settings_are_blender_properties_that_reach_the_bake_and_the_preset(small_scene, tmp_path):
+    """Contact law, friction, rotation, integrator, rebuild interval and seed: the schema's words and
+    items in Blender; a value set there is in the bake's settings, the physics and a saved preset, and
+    applying that preset to a fresh scene sets it back."""
+    schema = _schema()
+    snapshot, settings_module = mochi_module("addon.snapshot"), mochi_module("addon.settings")
+    export, presets = mochi_module("addon.preset_export"), mochi_module("addon.operators.presets")
+    properties = bpy.types.Scene.bl_rna.properties["mochi"].fixed_type.properties
+    chosen = {}
+    for m in schema.model_settings(blender_only=True):
+        prop = properties[m.blender]
+        assert (prop.name, prop.description) == (m.label, m.tooltip)
+        if m.choices:
+            assert [(i.identifier, i.name, i.description) for i in prop.enum_items] == \
+                [(c.key.upper(), c.label, c.tooltip) for c in m.choices]
+            value = next(c.key for c in m.choices if c.key != m.default)
+        else:
+            assert prop.default == m.default
+            value = (not m.default) if m.type is bool else m.default + 3
+        if m.key != "contact_normal":  # Hertz–Mindlin would refuse the scene's given stiffness here
+            setattr(small_scene.mochi, m.blender, schema.to_blender(m, value))
+            chosen[m.key] = value
+    settings = snapshot.scene_blender_to_settings(bpy.context)
+    assert {k: getattr(settings.simulation, k) for k in chosen} == chosen
+    physics = settings_module.setup_from_settings(settings).model.physics
+    assert {k: getattr(physics, k) for k in chosen} == chosen
+    document, _ = export.settings_to_preset(settings, name="model")
+    for key, value in chosen.items():
+        m = schema.model_setting(key)
+        assert document[m.table][m.toml_key] == value
+    saved = presets.save_scene_preset(bpy.context, tmp_path / "model.toml", name="model")
+    for m in schema.model_settings(blender_only=True):  # back to the defaults, then the preset
+        setattr(small_scene.mochi, m.blender, schema.to_blender(m, m.default))
+    presets.apply_preset(mochi_module("engine.preset").load_preset(saved), small_scene, None)
+    assert {k: schema.from_blender(schema.model_setting(k), getattr(small_scene.mochi, schema.model_setting(k).blender))
+            for k in chosen} == chosen

@@ -1,5 +1,5 @@
-"""The material and surface settings exist once (engine.settings_schema): every reader, writer and engine
-object follows the schema, old files stay readable, and a new setting costs one edit."""
+"""The material, surface and model settings exist once (engine.settings_schema): every reader, writer and
+engine object follows the schema, old files stay readable, and a new material setting costs one edit."""
 
 from __future__ import annotations
 
@@ -20,8 +20,9 @@ from engine.errors import MochiError
 from engine.model import Domain, Material, Physics
 from engine.preset import parse_preset
 from engine.preset_colliders import ColliderSpec
-from engine.settings_schema import (COLLIDER, GRAIN, SURFACE_SETTINGS, SURFACES, WALL, attribute, settings_for,
-                                    settings_markdown, surface_table, surface_values)
+from engine.settings_schema import (COLLIDER, GRAIN, MODEL_SETTINGS, SURFACE_SETTINGS, SURFACES, WALL, attribute,
+                                    model_tables, model_values, settings_for, settings_markdown, surface_table,
+                                    surface_values)
 
 REPO = Path(__file__).resolve().parents[2]
 EMITTER = {"type": "box", "count": 2, "radius": 0.05}
@@ -170,3 +171,37 @@ def test_the_settings_page_is_generated_from_the_schema():
     """docs/settings.md, which the README sends preset authors to, is the schema's own table
     (`python scripts/settings_doc.py` rewrites it)."""
     assert (REPO / "docs" / "settings.md").read_text(encoding="utf-8") == settings_markdown()
+
+
+def _other_value(setting):
+    """A valid value of a model setting that is not its default."""
+    if setting.choices:
+        return next(c.key for c in setting.choices if c.key != setting.default)
+    if setting.type is bool:
+        return not setting.default
+    return setting.default + 3
+
+
+def test_every_model_setting_is_read_from_its_table_and_carried_by_preset_and_physics(tmp_path):
+    tables = {}
+    for m in MODEL_SETTINGS:
+        tables.setdefault(m.table, {})[m.toml_key] = _other_value(m)
+    preset = parse_preset({**_document(tmp_path), **tables}, "p.toml")
+    assert model_values(preset) == {m.key: _other_value(m) for m in MODEL_SETTINGS}
+    assert model_tables(preset) == tables  # the writer's tables read back the same
+    fields = {f.name: f for f in dataclasses.fields(Physics)}
+    for m in MODEL_SETTINGS:
+        assert fields[m.key].default == m.default and getattr(parse_preset(_document(tmp_path), "p.toml"),
+                                                               m.key) == m.default
+
+
+@pytest.mark.parametrize("setting", MODEL_SETTINGS, ids=lambda m: m.key)
+def test_a_bad_model_setting_is_one_sentence(setting, tmp_path):
+    bad = ["shaky", 1, 1.5, True] if setting.choices else [1, "yes"] if setting.type is bool else \
+        [1.5, "ten", True, setting.low - 1]
+    for value in bad:
+        with pytest.raises(MochiError) as caught:
+            parse_preset({**_document(tmp_path), setting.table: {setting.toml_key: value}}, "p.toml")
+        sentence = str(caught.value)
+        assert sentence.startswith(f"p.toml: [{setting.table}] {setting.toml_key} must be "), sentence
+        assert sentence.endswith(".") and "\n" not in sentence
