@@ -141,7 +141,7 @@ SURFACE_SETTINGS: tuple[Setting, ...] = (
             "Cohesion in pascals (Pa = J/m³): touching grains pull together with this value times their "
             "contact area, like damp sand, snow or sugar. With the linear contact spring it only holds grains "
             "together above stiffness / (2π × radius); below that it softens contacts",
-            "Cohesion of {surface} in pascals (Pa); a grain sticks to it with the smaller of the two "
+            "Cohesion of {surface} in pascals (Pa); a grain sticks to {surface} with the smaller of the two "
             "Stickiness values (it binds above about stiffness/(2π·radius); below that it only softens the "
             "contact)",
             soft=(0.0, 1.0e6)),
