@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engine.settings_schema import COLLIDER, GRAIN, WALL, model_tables, surface_table
+from ..engine.settings_schema import COLLIDER, GRAIN, WALL, model_tables, surface_values
 from .settings import BakeSettings
 
 AUTO = "auto"
@@ -43,7 +43,7 @@ def _collider(collider, mesh_path: str) -> dict:
 
     from ..engine.errors import MochiError
 
-    entry = {"type": "mesh", "path": mesh_path, "name": collider.name, **surface_table(collider, COLLIDER)}
+    entry = {"type": "mesh", "path": mesh_path, "name": collider.name, **surface_values(collider, COLLIDER)}
     if collider.kind == "deforming":
         raise MochiError(f"The collider '{collider.name}' deforms over the frames, which a preset cannot hold; "
                          "make it static or rigid (no modifiers or shape keys that move it) to save a preset.")
@@ -89,7 +89,7 @@ def settings_to_preset(settings: BakeSettings, *, name: str, description: str = 
         meshes[path] = (place_vertices(source.vertices, transform=source.matrix_world, name=source.name),
                         np.asarray(source.triangles))
         emitters.append(_emitter(index, source, sim.seed + index, path))
-        materials.append({"name": source.name, **surface_table(source, GRAIN)})
+        materials.append({"name": source.name, **surface_values(source, GRAIN)})
     colliders = []
     for collider in settings.colliders:
         path = mesh_path(collider.name)
@@ -111,7 +111,7 @@ def settings_to_preset(settings: BakeSettings, *, name: str, description: str = 
         "time": time,
         "contact": model["contact"],
         "domain": {"lo": _vector(dom.lo), "hi": _vector(dom.hi), "open": list(dom.open_sides),
-                   **surface_table(dom, WALL)},
+                   **surface_values(dom, WALL)},
         "gravity": gravity,
         "materials": materials,
         "emitters": emitters,

@@ -18,8 +18,9 @@ from .errors import MochiError
 from .fields import FIELD_KINDS, SEED_LIMIT, SHAPES, VORTEX_PROFILES, Z_DIRECTIONS
 from .model import SIDES
 from .preset_colliders import ColliderSpec, parse_colliders
-from .settings_schema import (GRAIN, WALL, attribute, model_keys, read_model, read_surface, settings_dataclass,
-                              settings_for)
+from .settings_schema import (GRAIN, INTEGER_LIMIT, NUMBER_LIMIT, WALL, attribute, model_keys, read_model,
+                              read_surface, settings_dataclass, settings_for)
+from .settings_schema import short_repr as _short
 
 AUTO = "auto"
 
@@ -106,14 +107,9 @@ Preset = settings_dataclass("Preset", _Preset, WALL, model="all")
 # --- validation helpers -------------------------------------------------------------------------
 
 
-#: Largest magnitude of any number in a preset: a value that parses (1e308) but would overflow the
-#: physics (mass, stiffness × overlap) in float32 or float64 is refused here, not met as a ZeroDivisionError.
-NUMBER_LIMIT = 1.0e15
 #: Largest coordinate, offset, velocity or acceleration component [m, m/s, m/s²]: far beyond any scene,
 #: far below float32's 3.4e38, whose neighbourhood turns grid sizes negative.
 VECTOR_LIMIT = 1.0e6
-#: Integers are int32 in the engine (object ids, counts).
-INTEGER_LIMIT = 2**31 - 1
 #: Mesh copies of one emitter: each is packed and simulated; more is a mistake, not a scene.
 MAX_COPIES = 1000
 
@@ -189,12 +185,6 @@ class _Checker:
         if choices is not None and value not in choices:
             self.fail(f"{where} {key}", f"must be one of {', '.join(choices)}, not {value!r}")
         return value
-
-
-def _short(value) -> str:
-    """``repr(value)`` cut to 60 characters (a hostile value can be megabytes long)."""
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 TOP_KEYS = {"scene", "time", "contact", "domain", "gravity", "materials", "fields", "emitters", "colliders"}

@@ -8,7 +8,7 @@ in ``SURFACE_SETTINGS``. Everything else is derived from that tuple:
   ``engine.preset.Preset``, ``engine.preset_colliders.ColliderSpec``) get one field per setting of their
   surface from ``surface_fields``;
 * presets, looks and collider tables are read by ``read_surface`` (msgspec converts and checks the
-  bounds; a failure becomes the one sentence every preset error is), and written by ``surface_table``;
+  bounds; a failure becomes the one sentence every preset error is), and written from ``surface_values``;
 * the Blender properties (``addon.properties.object``), the scene snapshot, the panels and the preset
   export loop over ``settings_for``.
 
@@ -36,8 +36,11 @@ SURFACES = (GRAIN, WALL, COLLIDER)
 ENGINE_PREFIX = {GRAIN: "", WALL: "wall_", COLLIDER: ""}
 #: How each surface's Blender properties (``Object.mochi``) are spelled: prefix + key.
 BLENDER_PREFIX = {GRAIN: "", WALL: "wall_", COLLIDER: "collider_"}
-#: Largest magnitude of any number read (engine.preset.NUMBER_LIMIT says why).
+#: Largest magnitude of any number in a preset: a value that parses (1e308) but would overflow the
+#: physics (mass, stiffness × overlap) in float32 or float64 is refused here, not met as a ZeroDivisionError.
 NUMBER_LIMIT = 1.0e15
+#: Integers are int32 in the engine (object ids, counts).
+INTEGER_LIMIT = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -105,7 +108,7 @@ def is_number(value: Any) -> bool:
         return False
 
 
-def _short(value: Any) -> str:
+def short_repr(value: Any) -> str:
     """``repr(value)`` cut to 60 characters (a hostile value can be megabytes long)."""
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
@@ -233,28 +236,11 @@ def surface_values(source: Any, surface: str, *, prefix: str | None = None) -> d
     return {attribute(s, surface): float(getattr(source, prefix + s.key)) for s in settings_for(surface)}
 
 
-def surface_table(source: Any, surface: str) -> dict[str, float]:
-    """The TOML entries of a surface's settings on ``source`` (an engine object or settings dataclass):
-    every setting written out, so a saved preset says what it was baked with."""
-    return surface_values(source, surface)
-
-
 def _constrained(setting: Setting):
+    """The msgspec type that accepts exactly the values ``setting`` allows."""
     bounds = {"gt" if setting.low_open else "ge": setting.low,
               "le": NUMBER_LIMIT if setting.high is None else setting.high}
     return Annotated[float, msgspec.Meta(**bounds)]
-
-
-_TYPES: dict[str, type] = {}
-
-
-def _struct(surface: str) -> type:
-    """The msgspec Struct that checks one surface's settings (made once per surface)."""
-    if surface not in _TYPES:
-        _TYPES[surface] = msgspec.defstruct(
-            f"{surface.title()}Settings",
-            [(attribute(s, surface), _constrained(s), s.default) for s in settings_for(surface)])
-    return _TYPES[surface]
 
 
 def read_surface(table: dict, surface: str, fail) -> dict[str, float]:
@@ -269,24 +255,25 @@ def read_surface(table: dict, surface: str, fail) -> dict[str, float]:
     Returns:
         ``{engine attribute: float}`` for every setting of the surface.
     """
-    names = {attribute(s, surface): s for s in settings_for(surface)}
-    given = {k: v for k, v in table.items() if k in names}
-    try:
-        converted = msgspec.convert(given, _struct(surface), strict=True)
-    except msgspec.ValidationError as exc:
-        # msgspec names the field ("... - at `$.friction`"); the sentence is ours, in the words every
-        # other preset error uses, with the value the author wrote.
-        key = next((k for k in given if f"`$.{k}`" in str(exc)), None)
-        if key is None:  # not expected: msgspec names every field it refuses
-            raise
-        value, setting = given[key], names[key]
-        if not is_number(value):
-            fail(key, f"must be a number, not {_short(value)}")
-        high = NUMBER_LIMIT if setting.high is None else setting.high
-        if value > high:
-            fail(key, f"must be ≤ {high:g}, not {_short(value)}")
-        fail(key, f"must be {'>' if setting.low_open else '≥'} {setting.low:g}, not {_short(value)}")
-    return {k: float(getattr(converted, k)) for k in names}
+    values = {}
+    for setting in settings_for(surface):
+        key = attribute(setting, surface)
+        if key not in table:
+            values[key] = setting.default
+            continue
+        value = table[key]
+        try:
+            values[key] = float(msgspec.convert(value, _constrained(setting), strict=True))
+        except msgspec.ValidationError:
+            # msgspec checks type and bounds; the sentence is ours, in the words every other preset error
+            # uses, with the value the author wrote.
+            if not is_number(value):
+                fail(key, f"must be a number, not {short_repr(value)}")
+            high = NUMBER_LIMIT if setting.high is None else setting.high
+            if value > high:
+                fail(key, f"must be ≤ {high:g}, not {short_repr(value)}")
+            fail(key, f"must be {'>' if setting.low_open else '≥'} {setting.low:g}, not {short_repr(value)}")
+    return values
 
 
 # --- the model's settings: contact law, friction, rotation, integrator, rebuild interval, seed ----------
@@ -423,7 +410,7 @@ def _model_type(setting: ModelSetting):
         return Literal[setting.choice_keys()]
     if setting.type is bool:
         return bool
-    return Annotated[int, msgspec.Meta(ge=setting.low, le=2**31 - 1)]
+    return Annotated[int, msgspec.Meta(ge=setting.low, le=INTEGER_LIMIT)]
 
 
 def read_model(tables: dict[str, dict], fail) -> dict[str, Any]:
@@ -449,20 +436,21 @@ def read_model(tables: dict[str, dict], fail) -> dict[str, Any]:
         except msgspec.ValidationError:
             where = f"[{m.table}] {m.toml_key}"
             if m.choices:
-                fail(where, f"must be one of {', '.join(m.choice_keys())}, not {_short(value)}")
+                fail(where, f"must be one of {', '.join(m.choice_keys())}, not {short_repr(value)}")
             if m.type is bool:
-                fail(where, f"must be true or false, not {_short(value)}")
+                fail(where, f"must be true or false, not {short_repr(value)}")
             if isinstance(value, int) and not isinstance(value, bool) and value < m.low:
-                fail(where, f"must be ≥ {m.low}, not {_short(value)}")
+                fail(where, f"must be ≥ {m.low}, not {short_repr(value)}")
             if isinstance(value, int) and not isinstance(value, bool):
-                fail(where, f"must be ≤ {2**31 - 1}, not {_short(value)}")
-            fail(where, f"must be an integer, not {_short(value)}")
+                fail(where, f"must be ≤ {INTEGER_LIMIT}, not {short_repr(value)}")
+            fail(where, f"must be an integer, not {short_repr(value)}")
     return values
 
 
 def settings_markdown() -> str:
     """docs/settings.md: a table per surface of every setting's key, Blender label, unit, default and
-    bounds, with its tooltip, and one of the model settings (``scripts/settings_doc.py`` writes it; a test keeps it current)."""
+    bounds, with its tooltip, and one of the model settings (``scripts/settings_doc.py`` writes it; a test
+    keeps it current)."""
     where = {GRAIN: ("Grain material", "a preset's `[[materials]]`, a look's `[material]`, a source object"),
              WALL: ("Walls", "a preset's `[domain]`, the domain object"),
              COLLIDER: ("Collider surface", "a preset's `[[colliders]]`, a collider object "

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..atomic import write_atomic
 from ..errors import MochiError
-from ..settings_schema import COLLIDER, settings_for, surface_table
+from ..settings_schema import COLLIDER, settings_for, surface_values
 from .collider import Collider
 from .motion import motion_from_json
 
@@ -51,7 +51,7 @@ def save_colliders(colliders: tuple[Collider, ...], folder: str | os.PathLike) -
     arrays: dict[str, np.ndarray] = {}
     for index, c in enumerate(colliders):
         motion = {"kind": "static"} if c.motion is None else c.motion.to_json()
-        entries.append({"name": c.name, **surface_table(c, COLLIDER), "motion": motion})
+        entries.append({"name": c.name, **surface_values(c, COLLIDER), "motion": motion})
         arrays[f"vertices_{index}"] = c.vertices
         arrays[f"triangles_{index}"] = c.triangles
         if c.motion is not None:

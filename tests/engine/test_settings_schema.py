@@ -21,7 +21,7 @@ from engine.model import Domain, Material, Physics
 from engine.preset import parse_preset
 from engine.preset_colliders import ColliderSpec
 from engine.settings_schema import (COLLIDER, GRAIN, MODEL_SETTINGS, SURFACE_SETTINGS, SURFACES, WALL, attribute,
-                                    model_tables, model_values, settings_for, settings_markdown, surface_table,
+                                    model_tables, model_values, settings_for, settings_markdown,
                                     surface_values)
 
 REPO = Path(__file__).resolve().parents[2]
@@ -64,7 +64,7 @@ def test_every_setting_is_read_from_a_preset_on_each_of_its_surfaces(tmp_path):
     assert surface_values(preset, WALL) == walls
     assert surface_values(preset.colliders[0], COLLIDER) == surface
     # ... and written back by the preset writer's tables unchanged.
-    assert surface_table(Material(**preset.materials[0]), GRAIN) == grains
+    assert surface_values(Material(**preset.materials[0]), GRAIN) == grains
 
 
 @pytest.mark.parametrize("setting", SURFACE_SETTINGS, ids=lambda s: s.key)
@@ -145,7 +145,7 @@ def test_a_new_material_setting_is_one_edit(tmp_path):
         preset = parse_preset(document, "p.toml")
         out = {{"material": Material(**preset.materials[0]).squish, "wall": preset.wall_squish,
                "domain_default": Domain().wall_squish, "spec": preset.colliders[0].squish,
-               "table": schema.surface_table(Material(squish=0.5), "grain")["squish"]}}
+               "table": schema.surface_values(Material(squish=0.5), "grain")["squish"]}}
         document["materials"][0]["squish"] = 2.0
         try:
             parse_preset(document, "p.toml")
