@@ -71,7 +71,8 @@ def test_every_setting_is_read_from_a_preset_on_each_of_its_surfaces(tmp_path):
 def test_a_value_out_of_bounds_is_one_sentence_naming_table_and_key(setting, tmp_path):
     surface = next(s for s in SURFACES if s in setting.surfaces)
     low_text = f"{'>' if setting.low_open else '≥'} {setting.low:g}"
-    for bad, words in ((setting.low - 1.0, f"must be {low_text}, not"), ("high", "must be a number, not 'high'"),
+    bounds = [(setting.low, f"must be {low_text}, not")] if setting.low_open else []  # an open bound itself
+    for bad, words in (*bounds, (setting.low - 1.0, f"must be {low_text}, not"), ("high", "must be a number, not 'high'"),
                        (True, "must be a number, not True"), (10**400, "must be a number")):
         table = {setting.key: bad}
         document = (_document(tmp_path, material=table) if surface == GRAIN else
