@@ -72,8 +72,9 @@ def test_a_value_out_of_bounds_is_one_sentence_naming_table_and_key(setting, tmp
     surface = next(s for s in SURFACES if s in setting.surfaces)
     low_text = f"{'>' if setting.low_open else '≥'} {setting.low:g}"
     bounds = [(setting.low, f"must be {low_text}, not")] if setting.low_open else []  # an open bound itself
-    for bad, words in (*bounds, (setting.low - 1.0, f"must be {low_text}, not"), ("high", "must be a number, not 'high'"),
-                       (True, "must be a number, not True"), (10**400, "must be a number")):
+    for bad, words in (*bounds, (setting.low - 1.0, f"must be {low_text}, not"),
+                       ("high", "must be a number, not 'high'"), (True, "must be a number, not True"),
+                       (10**400, "must be a number")):
         table = {setting.key: bad}
         document = (_document(tmp_path, material=table) if surface == GRAIN else
                     _document(tmp_path, domain={attribute(setting, WALL): bad}) if surface == WALL else
