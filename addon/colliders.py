@@ -21,7 +21,8 @@ import bpy
 import numpy as np
 
 from ..engine.errors import MochiError
-from ..engine.settings_schema import BLENDER_PREFIX, COLLIDER, surface_values
+from ..engine.settings_schema import COLLIDER
+from .properties.schema import blender_values
 from .settings import ColliderSettings
 from .snapshot import matrix_to_numpy, mesh_blender_to_arrays
 
@@ -152,7 +153,7 @@ def colliders_blender_to_settings(context, objects, *, frame_start: int, frame_c
     result = []
     for obj in objects:
         s = obj.mochi
-        surface = dict(name=obj.name, **surface_values(s, COLLIDER, prefix=BLENDER_PREFIX[COLLIDER]))
+        surface = dict(name=obj.name, **blender_values(s, COLLIDER))
         local, triangles = meshes[obj.name]
         if obj.name in deforming:
             result.append(_deforming_or_static(surface, keys[obj.name], triangles, times))

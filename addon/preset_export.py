@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engine.settings_schema import COLLIDER, GRAIN, WALL, model_tables, surface_values
+from ..engine.settings_schema import COLLIDER, GRAIN, SOURCE, WALL, model_tables, surface_values
 from .settings import BakeSettings
 
 AUTO = "auto"
@@ -25,12 +25,9 @@ def _vector(values) -> list[float]:
 
 def _emitter(index: int, source, seed: int, mesh_path: str) -> dict:
     emitter = {"type": "mesh", "path": mesh_path, "material": source.name, "object_id": index,
-               "small_ratio": float(source.small_ratio), "shell": int(source.shell_layers), "seed": seed,
+               "shell": int(source.shell_layers), "seed": seed,
                "velocity": _vector(source.linear_velocity), "angular_velocity": _vector(source.angular_velocity),
-               "pivot": _vector(source.pivot)}
-    if source.body != "loose":
-        emitter["body"] = source.body
-        emitter["glue_strength"] = float(source.glue_strength)
+               "pivot": _vector(source.pivot), **surface_values(source, SOURCE, blender_only=True)}
     if source.radius is not None:
         emitter["radius"] = float(source.radius)
     else:

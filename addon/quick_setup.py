@@ -12,8 +12,8 @@ from pathlib import Path
 import bpy
 import numpy as np
 
-from ..engine.settings_schema import GRAIN, surface_values
-from .properties.object import set_surface
+from ..engine.settings_schema import GRAIN, SOURCE, surface_values
+from .properties.schema import set_surface
 
 #: The domain is this many times the sources' footprint wide, so the grains have room to spread.
 DOMAIN_SPREAD = 3.0
@@ -142,12 +142,8 @@ def apply_look(obj: bpy.types.Object, look, *, radius: float | None = None) -> N
     m = look.material
     s.size_mode = "RADIUS"
     s.radius = float(radius if radius is not None else look.radius)
-    s.small_ratio = float(look.small_ratio)
     set_surface(s, GRAIN, surface_values(m, GRAIN))
-    body = getattr(look, "body", "loose")
-    s.body = body.upper()
-    if body == "glued" and getattr(look, "glue_strength", 0.0) > 0.0:
-        s.glue_strength = float(look.glue_strength)
+    set_surface(s, SOURCE, surface_values(look, SOURCE))
 
 
 def radius_within_budget(context, sources, radius: float, small_ratio: float,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..engine.settings_schema import COLLIDER, GRAIN, WALL, model_values, settings_dataclass, surface_values
+from ..engine.settings_schema import COLLIDER, GRAIN, SOURCE, WALL, model_values, settings_dataclass, surface_values
 
 #: Manifest key telling playback which axis is up in a cache; Blender bakes are Z-up, engine presets Y-up.
 UP_AXIS_KEY = "up_axis"
@@ -33,16 +33,14 @@ class _SourceSettings:
         matrix_world: Object-to-world transform, shape (4, 4), float64.
         radius: Sphere radius [m], or None when ``count`` is given.
         count: Target number of spheres, or None when ``radius`` is given.
-        small_ratio: Smallest radius as a fraction of the largest (1 = one size).
         shell_layers: 0 fills the volume; n > 0 keeps only n layers of spheres under the surface.
-        body: 'loose', 'glued' or 'rigid' (engine.model.Body).
-        glue_strength: Break stress of a glued object's bonds [Pa] ("Glue").
         linear_velocity: Initial velocity of the object's origin [m/s], (x, y, z).
         angular_velocity: Initial angular velocity about the origin [rad/s], (x, y, z).
         pivot: World position of the object's origin [m], (x, y, z).
 
     Its material (density, friction, ...) is engine.settings_schema's grain settings, as on
-    ``engine.model.Material``.
+    ``engine.model.Material``; its small ratio, body and glue strength the source settings Blender carries
+    (a Blender bake's glue stiffness is the default).
     """
 
     name: str
@@ -51,13 +49,10 @@ class _SourceSettings:
     matrix_world: np.ndarray
     radius: float | None
     count: int | None
-    small_ratio: float
     shell_layers: int
     linear_velocity: tuple[float, float, float] = (0.0, 0.0, 0.0)
     angular_velocity: tuple[float, float, float] = (0.0, 0.0, 0.0)
     pivot: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    body: str = "loose"
-    glue_strength: float = 1.0e5
 
     def material(self):
         """The engine material of this source's grains, named after the object."""
@@ -66,7 +61,7 @@ class _SourceSettings:
         return Material(name=self.name, **surface_values(self, GRAIN))
 
 
-SourceSettings = settings_dataclass("SourceSettings", _SourceSettings, GRAIN, eq=False)
+SourceSettings = settings_dataclass("SourceSettings", _SourceSettings, (GRAIN, SOURCE), eq=False, blender_only=True)
 
 
 @dataclass(frozen=True)

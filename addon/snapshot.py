@@ -16,7 +16,8 @@ import bpy
 import numpy as np
 
 from ..engine.errors import MochiError
-from ..engine.settings_schema import BLENDER_PREFIX, GRAIN, WALL, from_blender, model_settings, surface_values
+from ..engine.settings_schema import GRAIN, SOURCE, WALL, from_blender, model_settings
+from .properties.schema import blender_values
 from .settings import BakeSettings, DomainSettings, SimulationSettings, SourceSettings
 
 
@@ -93,9 +94,9 @@ def _source_settings(obj, context, frame_start: int, fps: float) -> SourceSettin
         name=obj.name, vertices=vertices, triangles=triangles, matrix_world=matrix_to_numpy(obj.matrix_world),
         radius=s.radius if s.size_mode == "RADIUS" else None,
         count=s.count if s.size_mode == "COUNT" else None,
-        small_ratio=s.small_ratio, shell_layers=s.shell_layers if s.fill == "SHELL" else 0,
-        linear_velocity=linear, angular_velocity=angular, pivot=pivot, body=s.body.lower(),
-        glue_strength=s.glue_strength, **surface_values(s, GRAIN, prefix=BLENDER_PREFIX[GRAIN]))
+        shell_layers=s.shell_layers if s.fill == "SHELL" else 0,
+        linear_velocity=linear, angular_velocity=angular, pivot=pivot,
+        **blender_values(s, GRAIN), **blender_values(s, SOURCE))
 
 
 def domain_blender_to_settings(obj: bpy.types.Object) -> DomainSettings:
@@ -107,7 +108,7 @@ def domain_blender_to_settings(obj: bpy.types.Object) -> DomainSettings:
     s = obj.mochi
     return DomainSettings(name=obj.name, lo=tuple(map(float, lo)), hi=tuple(map(float, hi)),
                           open_sides=tuple(sorted(s.open_sides)),
-                          **surface_values(s, WALL, prefix=BLENDER_PREFIX[WALL]))
+                          **blender_values(s, WALL))
 
 
 def _vector(values):

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import MochiError
+from .settings_schema import setting
 
 #: How the grains packed from one source object move: each on its own, glued by breakable bonds, or
 #: as one rigid body.
@@ -44,8 +45,8 @@ class Body:
 
     object_id: int = 0
     kind: str = "loose"
-    glue_strength: float = 1.0e5
-    glue_stiffness: float = 0.0
+    glue_strength: float = setting("glue_strength").default
+    glue_stiffness: float = setting("glue_stiffness").default
 
 
 #: Largest gap bridged by a bond, as a fraction of r_i + r_j.

@@ -14,7 +14,10 @@ A look file::
     radius = 0.005             # grain radius [m]
     small_ratio = 0.5          # small grains' radius / radius (1 = one size)
     body = "loose"             # optional: "loose" | "glued" | "rigid" (engine.model.Body)
-    glue_strength = 1.0e5      # optional, glued bodies only [Pa]
+    glue_strength = 1.0e5      # optional, read by glued bodies only [Pa]
+
+The top-level keys but label, description, order and radius are engine.settings_schema's source
+settings (small_ratio, body, glue_strength, glue_stiffness): their defaults and bounds are the presets'.
 
     [material]                 # engine.model.Material; keys as in a preset's [[materials]] (but name)
     density = 2500
@@ -33,18 +36,18 @@ from pathlib import Path
 from .errors import MochiError
 from .model import Material
 from .preset import MATERIAL_KEYS, _Checker
-from .settings_schema import GRAIN
+from .settings_schema import GRAIN, SOURCE, choices_for, settings_dataclass, settings_for
 from .resources import data_dir
 
 #: The look new scenes get (Quick Grains, the demo).
 DEFAULT_LOOK = "sand"
 
-_TOP_KEYS = {"label", "description", "order", "radius", "small_ratio", "body", "glue_strength", "material"}
-_BODIES = ("loose", "glued", "rigid")
+_TOP_KEYS = {"label", "description", "order", "radius", "material", *(s.key for s in settings_for(SOURCE)),
+             *(m.toml_key for m in choices_for(SOURCE))}
 
 
 @dataclass(frozen=True)
-class Look:
+class _Look:
     """One look, as read from ``presets/looks/<key>.toml``.
 
     Attributes:
@@ -52,22 +55,21 @@ class Look:
         label: Name shown in menus ("Sand").
         description: One line, used as a tooltip.
         radius: Grain radius [m] (the large grains of a two-radius packing).
-        small_ratio: Radius of the small grains / ``radius``, in (0, 1]; 1 packs one size.
         material: Density [kg/m³], restitution, friction μ, rolling resistance μ_r and stickiness
             (SJKR cohesion, Pa); its name is the key.
-        body: How a packed source moves: "loose" grains, or one "glued" or "rigid" body
-            (``engine.model.Body``).
-        glue_strength: Bond strength of a glued body [Pa] (0 when the body is not glued).
+
+    How its source is packed and held together (small_ratio, body, glue_strength, glue_stiffness) are
+    engine.settings_schema's source settings, as on a preset's emitter.
     """
 
     key: str
     label: str
     description: str
     radius: float
-    small_ratio: float
     material: Material
-    body: str = "loose"
-    glue_strength: float = 0.0
+
+
+Look = settings_dataclass("Look", _Look, SOURCE)
 
 
 def looks_dir() -> Path:
@@ -88,14 +90,11 @@ def _read(path: Path) -> tuple[int, Look]:
             c.fail("the file", f"needs '{required}'")
     m = c.table(data["material"], "[material]", MATERIAL_KEYS - {"name"})
     material = Material(name=path.stem, **c.surface(m, "[material]", GRAIN))
-    body = c.string(data, "the key", "body", "loose", choices=_BODIES)
-    glue = c.number(data, "the key", "glue_strength", 1.0e5 if body == "glued" else 0.0, low=0)
     order = c.number(data, "the key", "order", 1000, integer=True)
     return order, Look(key=path.stem, label=c.string(data, "the key", "label", ""),
                        description=c.string(data, "the key", "description", ""),
                        radius=c.number(data, "the key", "radius", None, low=0, low_open=True),
-                       small_ratio=c.number(data, "the key", "small_ratio", 0.5, low=0, high=1, low_open=True),
-                       material=material, body=body, glue_strength=glue if body == "glued" else 0.0)
+                       material=material, **c.surface(data, "the key", SOURCE))
 
 
 def list_looks() -> list[Look]:

@@ -18,15 +18,15 @@ from .errors import MochiError
 from .fields import FIELD_KINDS, SEED_LIMIT, SHAPES, VORTEX_PROFILES, Z_DIRECTIONS
 from .model import SIDES
 from .preset_colliders import ColliderSpec, parse_colliders
-from .settings_schema import (GRAIN, INTEGER_LIMIT, NUMBER_LIMIT, WALL, attribute, model_keys, read_model,
-                              read_surface, settings_dataclass, settings_for)
+from .settings_schema import (GRAIN, INTEGER_LIMIT, NUMBER_LIMIT, SOURCE, WALL, attribute, choices_for, model_keys,
+                              read_model, read_surface, settings_dataclass, settings_for)
 from .settings_schema import short_repr as _short
 
 AUTO = "auto"
 
 
 @dataclass(frozen=True)
-class EmitterSpec:
+class _EmitterSpec:
     """Where particles come from (see README, 'Presets').
 
     kind 'box': ``count`` spheres with radii uniform in ``radius`` on random distinct sites of a lattice
@@ -40,7 +40,8 @@ class EmitterSpec:
     at ``angular_velocity`` about their own centre. A spin needs rotating grains (refused otherwise; a
     mesh object still turns, its grains not spinning, with a note).
     ``body`` says how its grains hold together: 'loose', 'glued' (bonds of ``glue_strength`` [Pa] and
-    ``glue_stiffness`` [N/m³], 0: as stiff as a contact) or 'rigid' (engine.model.Body).
+    ``glue_stiffness`` [N/m³], 0: as stiff as a contact) or 'rigid' (engine.model.Body); these and
+    ``small_ratio`` are engine.settings_schema's source settings.
     """
 
     kind: str
@@ -53,7 +54,6 @@ class EmitterSpec:
     angular_velocity: tuple[float, float, float] = (0.0, 0.0, 0.0)
     object_id: int = 0
     path: str = ""
-    small_ratio: float = 0.5
     shell: int = 0
     fit: float | None = None
     center: tuple[float, float, float] | None = None
@@ -61,9 +61,10 @@ class EmitterSpec:
     copies: tuple[tuple[float, float, float], ...] = ((0.0, 0.0, 0.0),)
     seed: int | None = None
     pivot: tuple[float, float, float] | None = None
-    body: str = "loose"
-    glue_strength: float = 1.0e5
-    glue_stiffness: float = 0.0
+
+
+#: small_ratio, body, glue_strength and glue_stiffness are engine.settings_schema's source settings.
+EmitterSpec = settings_dataclass("EmitterSpec", _EmitterSpec, SOURCE)
 
 
 @dataclass(frozen=True)
@@ -153,8 +154,9 @@ class _Checker:
             self.fail(f"{where} {key}", f"must be ≤ {high}, not {value!r}")
         return int(value) if integer else float(value)
 
-    def surface(self, data: dict, where: str, surface: str) -> dict[str, float]:
-        """The material or surface settings of ``surface`` in ``data`` (engine.settings_schema), checked."""
+    def surface(self, data: dict, where: str, surface: str) -> dict[str, Any]:
+        """The settings of a kind ('grain', 'wall', 'collider', 'source') in ``data``
+        (engine.settings_schema), checked."""
         return read_surface(data, surface, lambda key, message: self.fail(f"{where} {key}", message))
 
     def vector(self, data: dict, where: str, key: str, default, length=3):
@@ -194,8 +196,8 @@ FIELD_KEYS = {"type", "vector", "axis", "rate", "center", "strength", "core_radi
               "falloff_power", "min_distance", "max_distance", "shape", "z_direction", "flow", "profile", "size",
               "seed"}
 EMITTER_KEYS = {"type", "count", "lo", "hi", "radius", "material", "velocity", "angular_velocity",
-                "object_id", "path", "small_ratio", "shell", "fit", "center", "rotation", "copies", "seed",
-                "pivot", "body", "glue_strength", "glue_stiffness"}
+                "object_id", "path", "shell", "fit", "center", "rotation", "copies", "seed", "pivot",
+                *(s.key for s in settings_for(SOURCE)), *(m.toml_key for m in choices_for(SOURCE))}
 
 
 def parse_preset(data: dict, source: str) -> Preset:
@@ -355,7 +357,6 @@ def _parse_emitter(c: _Checker, raw: Any, where: str, material_names: list[str],
         # Each copy takes the next id: the last one must still be an int32.
         object_id=c.number(e, where, "object_id", 0, low=0, high=INTEGER_LIMIT - len(copy_offsets) + 1, integer=True),
         path=str((folder / path).resolve()) if path else "",
-        small_ratio=c.number(e, where, "small_ratio", 0.5, low=0, high=1, low_open=True),
         shell=c.number(e, where, "shell", 0, low=0, integer=True),
         fit=c.number(e, where, "fit", None, low=0, low_open=True),
         center=c.vector(e, where, "center", None),
@@ -363,9 +364,7 @@ def _parse_emitter(c: _Checker, raw: Any, where: str, material_names: list[str],
         copies=copy_offsets,
         seed=c.number(e, where, "seed", None, low=0, integer=True),
         pivot=c.vector(e, where, "pivot", None),
-        body=c.string(e, where, "body", "loose", choices=("loose", "glued", "rigid")),
-        glue_strength=c.number(e, where, "glue_strength", 1.0e5, low=0, low_open=True),
-        glue_stiffness=c.number(e, where, "glue_stiffness", 0.0, low=0))
+        **c.surface(e, where, SOURCE))
 
 
 #: Largest preset file read [bytes] (the largest shipped preset is a few kB).

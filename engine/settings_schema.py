@@ -1,12 +1,16 @@
-"""The material and surface settings, defined once: default, unit, bounds, words.
+"""The material, surface, source and model settings, defined once: default, unit, bounds, words.
 
 Every number that says what a grain, a wall or a collider surface is made of (density, restitution,
 friction, rolling resistance, stickiness, the Hertz moduli, a collider's thickness) is one ``Setting``
-in ``SURFACE_SETTINGS``. Everything else is derived from that tuple:
+in ``SURFACE_SETTINGS``; how a particle source is packed and held together (the small-radius ratio, its
+body, the glue's strength and stiffness) is one in ``SOURCE_SETTINGS`` (its body a choice in
+``SOURCE_CHOICES``); the scene-wide model (contact law, friction, rotation, ...) is ``MODEL_SETTINGS``.
+Everything else is derived from those tuples:
 
 * the engine's dataclasses (``engine.model.Material`` and ``Domain``, ``engine.colliders.Collider``,
-  ``engine.preset.Preset``, ``engine.preset_colliders.ColliderSpec``) get one field per setting of their
-  surface from ``surface_fields``;
+  ``engine.preset.Preset`` and ``EmitterSpec``, ``engine.preset_colliders.ColliderSpec``,
+  ``engine.looks.Look``) and the add-on's settings get one field per setting of their kind from
+  ``settings_dataclass``;
 * presets, looks and collider tables are read by ``read_surface`` (msgspec converts and checks the
   bounds; a failure becomes the one sentence every preset error is), and written from ``surface_values``;
 * the Blender properties (``addon.properties.object``), the scene snapshot, the panels and the preset
@@ -32,10 +36,15 @@ import msgspec
 #: The three kinds of surface a setting can describe.
 GRAIN, WALL, COLLIDER = "grain", "wall", "collider"
 SURFACES = (GRAIN, WALL, COLLIDER)
-#: How each surface's engine attributes and TOML keys are spelled: prefix + key.
-ENGINE_PREFIX = {GRAIN: "", WALL: "wall_", COLLIDER: ""}
-#: How each surface's Blender properties (``Object.mochi``) are spelled: prefix + key.
-BLENDER_PREFIX = {GRAIN: "", WALL: "wall_", COLLIDER: "collider_"}
+#: A particle source's packing and body: not a surface, but spelled and derived the same way (a preset's
+#: ``[[emitters]]``, a look's top level, ``EmitterSpec``, the add-on's ``SourceSettings``, ``Object.mochi``).
+SOURCE = "source"
+#: Every kind of holder a ``Setting`` names in its ``surfaces``.
+KINDS = (*SURFACES, SOURCE)
+#: How each kind's engine attributes and TOML keys are spelled: prefix + key.
+ENGINE_PREFIX = {GRAIN: "", WALL: "wall_", COLLIDER: "", SOURCE: ""}
+#: How each kind's Blender properties (``Object.mochi``) are spelled: prefix + key.
+BLENDER_PREFIX = {GRAIN: "", WALL: "wall_", COLLIDER: "collider_", SOURCE: ""}
 #: Largest magnitude of any number in a preset: a value that parses (1e308) but would overflow the
 #: physics (mass, stiffness × overlap) in float32 or float64 is refused here, not met as a ZeroDivisionError.
 NUMBER_LIMIT = 1.0e15
@@ -45,7 +54,7 @@ INTEGER_LIMIT = 2**31 - 1
 
 @dataclass(frozen=True)
 class Setting:
-    """One user-facing number of a material or surface.
+    """One user-facing number of a material, a surface or a source.
 
     Attributes:
         key: Engine attribute and TOML key on grains and colliders ('friction').
@@ -61,9 +70,10 @@ class Setting:
         high: Largest value allowed, or None (then ``NUMBER_LIMIT``).
         soft: Blender slider range (soft_min, soft_max).
         ui_min: Blender's hard minimum where ``low`` is open (a property has no open bound).
-        surfaces: The surfaces that carry it (a wall has no density; a collider's moduli are the walls').
+        surfaces: The kinds that carry it (a wall has no density; a collider's moduli are the walls').
         hertz_only: Read only by the Hertz–Mindlin law (the panels grey it out under the linear one).
         blender: Extra keyword arguments of the Blender property (subtype, unit, precision).
+        in_blender: False where Blender has no property for it (a bake from Blender uses the default).
     """
 
     key: str
@@ -80,6 +90,7 @@ class Setting:
     surfaces: tuple[str, ...] = SURFACES
     hertz_only: bool = False
     blender: dict = dataclasses.field(default_factory=dict)
+    in_blender: bool = True
 
     def bounds_text(self) -> str:
         """The allowed range in words: 'in (0, 1]', '≥ 0', '> 0 and ≤ 100000'."""
@@ -164,13 +175,31 @@ SURFACE_SETTINGS: tuple[Setting, ...] = (
             high=0.4999, soft=(0.0, 0.4999), surfaces=(GRAIN, WALL), hertz_only=True),
 )
 
+#: How a particle source is packed and held together, in the order the source panel shows them.
+SOURCE_SETTINGS: tuple[Setting, ...] = (
+    Setting("small_ratio", "Small Ratio", 0.5, "",
+            "Radius of the smallest spheres as a fraction of the largest (1 packs one size; less fills the gaps "
+            "with smaller spheres)",
+            low_open=True, high=1.0, soft=(0.1, 1.0), ui_min=0.05, surfaces=(SOURCE,), blender={"subtype": "FACTOR"}),
+    Setting("glue_strength", "Glue", 1.0e5, "Pa",
+            "Strength of the bonds of a glued object, in pascals (Pa): a bond breaks when its tension or shear "
+            "stress exceeds it. About 1e4 Pa cracks a hand-sized object dropped from knee height; 1e6 Pa holds",
+            low_open=True, soft=(1.0e2, 1.0e7), ui_min=1.0e-3, surfaces=(SOURCE,)),
+    Setting("glue_stiffness", "Glue Stiffness", 0.0, "N/m³",
+            "Normal stiffness of a glued object's bonds per unit bond area, in newtons per cubic metre (N/m³); "
+            "0 makes each bond as stiff as a contact between its two grains",
+            soft=(0.0, 1.0e12), surfaces=(SOURCE,), in_blender=False),
+)
+
 #: What '{surface}' reads as in a wall's and a collider's tooltip.
 _SURFACE_WORDS = {WALL: "the walls", COLLIDER: "this surface"}
 
 
-def settings_for(surface: str) -> tuple[Setting, ...]:
-    """The settings a surface ('grain', 'wall' or 'collider') carries, in panel order."""
-    return tuple(s for s in SURFACE_SETTINGS if surface in s.surfaces)
+def settings_for(surface: str, *, blender_only: bool = False) -> tuple[Setting, ...]:
+    """The settings a kind ('grain', 'wall', 'collider' or 'source') carries, in panel order (those with a
+    Blender property, with ``blender_only``)."""
+    return tuple(s for s in (*SURFACE_SETTINGS, *SOURCE_SETTINGS)
+                 if surface in s.surfaces and (s.in_blender or not blender_only))
 
 
 def attribute(setting: Setting, surface: str) -> str:
@@ -195,28 +224,43 @@ def tooltip(setting: Setting, surface: str) -> str:
     return setting.surface_tooltip.replace("{surface}", _SURFACE_WORDS[surface])
 
 
-def surface_fields(surface: str) -> list[tuple[str, type, Any]]:
-    """``dataclasses.make_dataclass`` fields for a surface's settings: (name, float, field(default=...)),
-    each field's metadata holding its ``Setting`` under 'setting'."""
-    return [(attribute(s, surface), float, dataclasses.field(default=s.default, metadata={"setting": s}))
-            for s in settings_for(surface)]
+def setting(key: str) -> Setting:
+    """The material, surface or source setting whose key is ``key`` ('small_ratio')."""
+    return next(s for s in (*SURFACE_SETTINGS, *SOURCE_SETTINGS) if s.key == key)
 
 
-def settings_dataclass(name: str, base: type, surface: str | None = None, *, model: str | None = None,
-                       eq: bool = True) -> type:
+def choices_for(surface: str) -> tuple[ModelSetting, ...]:
+    """The choice settings a kind carries (a source's body; none on a surface)."""
+    return SOURCE_CHOICES if surface == SOURCE else ()
+
+
+def surface_fields(surface: str, *, blender_only: bool = False) -> list[tuple[str, type, Any]]:
+    """``dataclasses.make_dataclass`` fields for a kind's settings (those with a Blender property, with
+    ``blender_only``): (name, type, field(default=...)), each field's metadata holding its setting under
+    'setting'."""
+    numbers = [(attribute(s, surface), float, dataclasses.field(default=s.default, metadata={"setting": s}))
+               for s in settings_for(surface, blender_only=blender_only)]
+    return numbers + [(m.key, m.type, dataclasses.field(default=m.default, metadata={"setting": m}))
+                      for m in choices_for(surface)]
+
+
+def settings_dataclass(name: str, base: type, surface: str | tuple[str, ...] | None = None, *,
+                       model: str | None = None, eq: bool = True, blender_only: bool = False) -> type:
     """A frozen dataclass ``name`` with the fields and methods of the dataclass ``base``, then one field
-    per setting of ``surface`` (None: none) and per model setting (``model`` 'all', or 'blender' for those
-    Blender has a property for; None: none), defaults from the schema, in ``base``'s module.
+    per setting of ``surface`` (a kind, several, or None: none; only those Blender has a property for, with
+    ``blender_only``) and per model setting (``model`` 'all', or 'blender' for those Blender has a property
+    for; None: none), defaults from the schema, in ``base``'s module.
 
     The docstring is ``base``'s with a line per generated field (its tooltip, unit and default), so
     ``help()`` and the API docs list them as if they were written out.
     """
     fields, lines = [], []
-    if surface is not None:
-        fields += surface_fields(surface)
-        lines += [f"        {attribute(s, surface)}: {tooltip(s, surface) or s.label}"
-                  + (f" [{s.unit}]" if s.unit and f"({s.unit}" not in tooltip(s, surface) else "")
-                  + f" (default {s.default:g})." for s in settings_for(surface)]
+    for kind in (surface,) if isinstance(surface, str) else surface or ():
+        fields += surface_fields(kind, blender_only=blender_only)
+        lines += [f"        {attribute(s, kind)}: {tooltip(s, kind) or s.label}"
+                  + (f" [{s.unit}]" if s.unit and f"({s.unit}" not in tooltip(s, kind) else "")
+                  + f" (default {s.default:g})." for s in settings_for(kind, blender_only=blender_only)]
+        lines += [f"        {m.key}: {m.tooltip} (default {m.default!r})." for m in choices_for(kind)]
     if model is not None:
         chosen = model_settings(blender_only=model == "blender")
         fields += [(m.key, m.type, dataclasses.field(default=m.default, metadata={"setting": m})) for m in chosen]
@@ -229,11 +273,13 @@ def settings_dataclass(name: str, base: type, surface: str | None = None, *, mod
     return cls
 
 
-def surface_values(source: Any, surface: str, *, prefix: str | None = None) -> dict[str, float]:
-    """``{engine attribute: value}`` of a surface's settings, read from the attributes of ``source``
-    spelled ``prefix + key`` (default: the engine's spelling), e.g. a Blender object's ``collider_*``."""
-    prefix = ENGINE_PREFIX[surface] if prefix is None else prefix
-    return {attribute(s, surface): float(getattr(source, prefix + s.key)) for s in settings_for(surface)}
+def surface_values(source: Any, surface: str, *, blender_only: bool = False) -> dict[str, Any]:
+    """``{engine attribute: value}`` of a kind's settings on ``source`` (an engine object or settings:
+    every attribute spelled as the engine spells it; only those Blender carries, with ``blender_only``, for
+    the add-on's settings); numbers as float, choices as their keys."""
+    values: dict[str, Any] = {attribute(s, surface): float(getattr(source, attribute(s, surface)))
+                              for s in settings_for(surface, blender_only=blender_only)}
+    return values | {m.key: getattr(source, m.key) for m in choices_for(surface)}
 
 
 def _constrained(setting: Setting):
@@ -243,19 +289,23 @@ def _constrained(setting: Setting):
     return Annotated[float, msgspec.Meta(**bounds)]
 
 
-def read_surface(table: dict, surface: str, fail) -> dict[str, float]:
+def read_surface(table: dict, surface: str, fail) -> dict[str, Any]:
     """The settings of ``surface`` found in a TOML ``table`` (defaults for those left out), checked.
 
     Args:
         table: The parsed table; keys that are not settings of ``surface`` are ignored (the caller
             checks unknown keys and reads the others).
-        surface: 'grain', 'wall' or 'collider'.
+        surface: 'grain', 'wall', 'collider' or 'source'.
         fail: ``fail(key, message)`` raises the caller's one sentence ('<file>: <where> <key> <message>.').
 
     Returns:
-        ``{engine attribute: float}`` for every setting of the surface.
+        ``{engine attribute: value}`` for every setting of the kind (floats; a choice's key).
     """
-    values = {}
+    values: dict[str, Any] = {}
+    for choice in choices_for(surface):
+        values[choice.key] = (_read_model_value(choice, table[choice.toml_key],
+                                                lambda message, key=choice.key: fail(key, message))
+                              if choice.toml_key in table else choice.default)
     for setting in settings_for(surface):
         key = attribute(setting, surface)
         if key not in table:
@@ -290,11 +340,13 @@ class Choice:
 
 @dataclass(frozen=True)
 class ModelSetting:
-    """One scene-wide setting of the simulation model (not a material): a choice, a switch or a count.
+    """A setting that is a choice, a switch or a count: the scene-wide settings of the simulation model
+    (``MODEL_SETTINGS``), and a source's body (``SOURCE_CHOICES``, one per emitter, table 'emitters').
 
     Attributes:
         key: Attribute of ``engine.model.Physics``, ``engine.preset.Preset`` and the add-on's
-            ``SimulationSettings`` ('contact_normal').
+            ``SimulationSettings`` ('contact_normal'); a source's: of ``EmitterSpec``, ``Look`` and
+            ``SourceSettings``.
         table: The preset table that holds it ('contact').
         toml_key: Its key there ('normal').
         blender: The ``Scene.mochi`` property ('contact_law'), or None where Blender has none (then the
@@ -367,6 +419,17 @@ MODEL_SETTINGS: tuple[ModelSetting, ...] = (
 )
 
 
+#: A source's choices: how its grains hold together (engine.bonds.Body's kind).
+SOURCE_CHOICES: tuple[ModelSetting, ...] = (
+    ModelSetting("body", "emitters", "body", "body", "Body", "loose",
+                 "How the grains packed from this object hold together",
+                 (Choice("loose", "Loose", "Every grain moves on its own"),
+                  Choice("glued", "Glued", "Touching grains are glued by bonds that break under stress (Glue) and stay "
+                         "broken: the object cracks or holds on impact"),
+                  Choice("rigid", "Rigid", "All grains move as one rigid body that never deforms"))),
+)
+
+
 def model_settings(*, blender_only: bool = False) -> tuple[ModelSetting, ...]:
     """The model settings (those Blender has a property for, with ``blender_only``)."""
     return tuple(m for m in MODEL_SETTINGS if m.blender is not None or not blender_only)
@@ -427,24 +490,26 @@ def read_model(tables: dict[str, dict], fail) -> dict[str, Any]:
     values = {}
     for m in MODEL_SETTINGS:
         table = tables.get(m.table, {})
-        if m.toml_key not in table:
-            values[m.key] = m.default
-            continue
-        value = table[m.toml_key]
-        try:
-            values[m.key] = msgspec.convert(value, _model_type(m), strict=True)
-        except msgspec.ValidationError:
-            where = f"[{m.table}] {m.toml_key}"
-            if m.choices:
-                fail(where, f"must be one of {', '.join(m.choice_keys())}, not {short_repr(value)}")
-            if m.type is bool:
-                fail(where, f"must be true or false, not {short_repr(value)}")
-            if isinstance(value, int) and not isinstance(value, bool) and value < m.low:
-                fail(where, f"must be ≥ {m.low}, not {short_repr(value)}")
-            if isinstance(value, int) and not isinstance(value, bool):
-                fail(where, f"must be ≤ {INTEGER_LIMIT}, not {short_repr(value)}")
-            fail(where, f"must be an integer, not {short_repr(value)}")
+        where = f"[{m.table}] {m.toml_key}"
+        values[m.key] = (_read_model_value(m, table[m.toml_key], lambda message, where=where: fail(where, message))
+                         if m.toml_key in table else m.default)
     return values
+
+
+def _read_model_value(m: ModelSetting, value: Any, fail) -> Any:
+    """``value`` converted to ``m``'s type and checked; ``fail(message)`` raises the caller's sentence."""
+    try:
+        return msgspec.convert(value, _model_type(m), strict=True)
+    except msgspec.ValidationError:
+        if m.choices:
+            fail(f"must be one of {', '.join(m.choice_keys())}, not {short_repr(value)}")
+        if m.type is bool:
+            fail(f"must be true or false, not {short_repr(value)}")
+        if isinstance(value, int) and not isinstance(value, bool) and value < m.low:
+            fail(f"must be ≥ {m.low}, not {short_repr(value)}")
+        if isinstance(value, int) and not isinstance(value, bool):
+            fail(f"must be ≤ {INTEGER_LIMIT}, not {short_repr(value)}")
+        fail(f"must be an integer, not {short_repr(value)}")
 
 
 def settings_markdown() -> str:
@@ -454,27 +519,33 @@ def settings_markdown() -> str:
     where = {GRAIN: ("Grain material", "a preset's `[[materials]]`, a look's `[material]`, a source object"),
              WALL: ("Walls", "a preset's `[domain]`, the domain object"),
              COLLIDER: ("Collider surface", "a preset's `[[colliders]]`, a collider object "
-                                            "(Blender properties `collider_<key>`)")}
+                                            "(Blender properties `collider_<key>`)"),
+             SOURCE: ("Particle source", "a preset's `[[emitters]]`, a look's top level, a source object")}
     lines = ["# Material, surface and model settings", "",
              "Generated from `engine/settings_schema.py` by `python scripts/settings_doc.py`; do not edit.",
              "A preset, a look or a Blender object that leaves a setting out gets its default.", ""]
-    for surface in SURFACES:
+    for surface in KINDS:
         title, read_from = where[surface]
         lines += [f"## {title}", "", f"Read from {read_from}.", "",
                   "| key | Blender | unit | default | allowed | what it does |",
                   "| --- | --- | --- | --- | --- | --- |"]
         for s in settings_for(surface):
-            lines.append(f"| `{attribute(s, surface)}` | {label(s, surface)} | {s.unit or '–'} | {s.default:g} | "
-                         f"{s.bounds_text()} | {tooltip(s, surface)} |")
+            lines.append(f"| `{attribute(s, surface)}` | {label(s, surface) if s.in_blender else '–'} | "
+                         f"{s.unit or '–'} | {s.default:g} | {s.bounds_text()} | {tooltip(s, surface)} |")
+        for m in choices_for(surface):
+            lines.append(f"| `{m.key}` | {m.label} | – | `{m.default}` | {_choices_text(m)} | {m.tooltip} |")
         lines.append("")
     lines += ["## The model", "",
               "Read from a preset's `[contact]`, `[time]` and `[scene]` tables and the scene's Mochi settings.", "",
               "| preset key | Blender | default | allowed | what it does |", "| --- | --- | --- | --- | --- |"]
     for m in MODEL_SETTINGS:
-        allowed = (", ".join(f"`{c.key}` ({c.label}: {c.tooltip})" for c in m.choices) if m.choices else
-                   "true, false" if m.type is bool else f"integer ≥ {m.low}")
+        allowed = (_choices_text(m) if m.choices else "true, false" if m.type is bool else f"integer ≥ {m.low}")
         default = str(m.default).lower() if m.type is bool else f"`{m.default}`" if m.choices else m.default
         lines.append(f"| `[{m.table}] {m.toml_key}` | {m.label if m.blender else '–'} | {default} | {allowed} | "
                      f"{m.tooltip} |")
     lines.append("")
     return "\n".join(lines)
+
+
+def _choices_text(m: ModelSetting) -> str:
+    return ", ".join(f"`{c.key}` ({c.label}: {c.tooltip})" for c in m.choices)

@@ -17,9 +17,9 @@ from pathlib import Path
 import bpy
 from bpy.props import StringProperty
 
-from ...engine.settings_schema import GRAIN, WALL, model_settings, surface_values
+from ...engine.settings_schema import GRAIN, SOURCE, WALL, model_settings, surface_values
 from ...engine.settings_schema import to_blender as blender_value
-from ..properties.object import set_surface
+from ..properties.schema import set_surface
 
 #: Engine side name → Blender side name under the Y-up → Z-up turn.
 SIDE_ENGINE_TO_BLENDER = {"-x": "-x", "+x": "+x", "-y": "-z", "+y": "+z", "-z": "+y", "+z": "-y"}
@@ -170,8 +170,7 @@ def apply_preset(preset, scene: bpy.types.Scene, active: bpy.types.Object | None
         material = preset.materials[0]
         set_surface(active.mochi, GRAIN, {key: value for key, value in material.items() if key != "name"})
         if preset.emitters:
-            active.mochi.body = preset.emitters[0].body.upper()
-            active.mochi.glue_strength = preset.emitters[0].glue_strength
+            set_surface(active.mochi, SOURCE, surface_values(preset.emitters[0], SOURCE))
     notes = []
     if preset.friction_cap != "clipped":
         # A peer's cap is for comparisons with that peer, not in the panel: say so rather than drop it silently.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import bpy
 from bpy.props import EnumProperty, FloatProperty, FloatVectorProperty, IntProperty, PointerProperty
 
-from ...engine.settings_schema import SURFACES, Setting, attribute, blender_name, label, settings_for, tooltip
+from .schema import add_object_properties
 
 SIDE_ITEMS = (("-x", "-X", "No wall on the -X side"), ("+x", "+X", "No wall on the +X side"),
               ("-y", "-Y", "No wall on the -Y side"), ("+y", "+Y", "No wall on the +Y side"),
@@ -22,8 +22,9 @@ def _role_changed(self, _context):
 class MochiObjectSettings(bpy.types.PropertyGroup):
     """What an object is to the simulation (Object.mochi).
 
-    The material of a source, the walls of a domain and the surface of a collider are not written out
-    here: ``_add_surface_properties`` adds one property per engine.settings_schema setting.
+    The material, small ratio, body and glue of a source, the walls of a domain and the surface of a
+    collider are not written out here: ``add_object_properties`` adds one property per
+    engine.settings_schema setting Blender carries.
     """
 
     role: EnumProperty(
@@ -46,10 +47,6 @@ class MochiObjectSettings(bpy.types.PropertyGroup):
     count: IntProperty(
         name="Count", description="Target number of spheres in this object", default=1000, min=1,
         soft_min=10, soft_max=1000000)
-    small_ratio: FloatProperty(
-        name="Small Ratio", description="Radius of the smallest spheres as a fraction of the largest "
-        "(1 packs one size; less fills the gaps with smaller spheres)",
-        subtype="FACTOR", default=0.5, min=0.05, max=1.0, soft_min=0.1, soft_max=1.0)
     fill: EnumProperty(
         name="Fill", description="Fill the whole volume or only a shell under the surface",
         items=(("SOLID", "Solid", "Fill the whole volume"),
@@ -58,18 +55,6 @@ class MochiObjectSettings(bpy.types.PropertyGroup):
     shell_layers: IntProperty(
         name="Layers", description="Number of sphere layers kept under the surface", default=1, min=1,
         soft_min=1, soft_max=10)
-    body: EnumProperty(
-        name="Body", description="How the grains packed from this object hold together",
-        items=(("LOOSE", "Loose", "Every grain moves on its own"),
-               ("GLUED", "Glued", "Touching grains are glued by bonds that break under stress (Glue) and stay "
-                "broken: the object cracks or holds on impact"),
-               ("RIGID", "Rigid", "All grains move as one rigid body that never deforms")),
-        default="LOOSE")
-    glue_strength: FloatProperty(
-        name="Glue", description="Strength of the bonds of a glued object, in pascals (Pa): a bond breaks when "
-        "its tension or shear stress exceeds it. About 1e4 Pa cracks a hand-sized object dropped from "
-        "knee height; 1e6 Pa holds",
-        default=1.0e5, min=1.0e-3, soft_min=1.0e2, soft_max=1.0e7)
     velocity_source: EnumProperty(
         name="Initial Velocity", description="Where the grains' initial velocity comes from",
         items=(("MANUAL", "Manual", "Set the linear and angular velocity by hand"),
@@ -92,34 +77,7 @@ class MochiObjectSettings(bpy.types.PropertyGroup):
         type=bpy.types.Object)
 
 
-def surface_property(setting: Setting, surface: str):
-    """The Blender property of one material or surface setting: its label, tooltip, default, bounds and
-    slider range from the schema."""
-    low = setting.ui_min if setting.low_open else setting.low
-    options = dict(name=label(setting, surface), description=tooltip(setting, surface), default=setting.default,
-                   min=low, soft_min=setting.soft[0], soft_max=setting.soft[1], **setting.blender)
-    if setting.high is not None:
-        options["max"] = setting.high
-    return FloatProperty(**options)
-
-
-def _add_surface_properties(cls) -> None:
-    """Give ``cls`` a property per setting of every surface (source material, walls, collider surface)."""
-    for surface in SURFACES:
-        for setting in settings_for(surface):
-            cls.__annotations__[blender_name(setting, surface)] = surface_property(setting, surface)
-
-
-def set_surface(settings, surface: str, values: dict[str, float]) -> None:
-    """Set the ``surface`` properties of ``settings`` (an ``Object.mochi``) from ``{engine attribute: value}``
-    (``engine.settings_schema.surface_values`` of a look, a preset, a material)."""
-    for setting in settings_for(surface):
-        key = attribute(setting, surface)
-        if key in values:
-            setattr(settings, blender_name(setting, surface), float(values[key]))
-
-
-_add_surface_properties(MochiObjectSettings)
+add_object_properties(MochiObjectSettings)
 CLASSES = (MochiObjectSettings,)
 
 

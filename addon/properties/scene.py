@@ -7,8 +7,9 @@ import bpy
 from bpy.props import (BoolProperty, CollectionProperty, EnumProperty, FloatProperty, FloatVectorProperty,
                        IntProperty, PointerProperty, StringProperty)
 
-from ...engine.settings_schema import ModelSetting, model_settings
+from ...engine.settings_schema import model_settings
 from .fields import MochiFieldSettings
+from .schema import model_property
 
 BACKEND_LABELS = {"auto": "Automatic", "cpu": "CPU", "cuda": "CUDA", "optix": "OptiX"}
 _backend_items_cache: list = []
@@ -166,19 +167,6 @@ class MochiSceneSettings(bpy.types.PropertyGroup):
 
     def frame_count(self) -> int:
         return self.frame_end - self.frame_start + 1
-
-
-def model_property(setting: ModelSetting):
-    """The Blender property of a model setting: an enum (identifiers the keys in capitals), a switch or a
-    count, with the schema's label, tooltip, default and bounds."""
-    words = dict(name=setting.label, description=setting.tooltip)
-    if setting.choices:
-        return EnumProperty(**words, items=tuple((c.key.upper(), c.label, c.tooltip) for c in setting.choices),
-                            default=setting.default.upper())
-    if setting.type is bool:
-        return BoolProperty(**words, default=setting.default)
-    return IntProperty(**words, default=setting.default, min=setting.low, soft_min=setting.soft[0],
-                       soft_max=setting.soft[1])
 
 
 def _add_model_properties(cls) -> None:

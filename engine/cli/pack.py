@@ -7,6 +7,7 @@ import time
 import numpy as np
 
 from ..errors import MochiError
+from ..settings_schema import setting
 
 
 def register(subparsers) -> None:
@@ -19,8 +20,10 @@ def register(subparsers) -> None:
     size = p.add_mutually_exclusive_group(required=True)
     size.add_argument("--radius", type=float, help="large sphere radius [m] (after --fit)")
     size.add_argument("--count", type=int, help="target particle count; the radius is chosen to hit it")
-    p.add_argument("--small-ratio", type=float, default=0.5,
-                   help="small radius over large radius, in (0, 1]; 1 packs one radius (default 0.5)")
+    small_ratio = setting("small_ratio")
+    p.add_argument("--small-ratio", type=float, default=small_ratio.default,
+                   help=f"small radius over large radius, {small_ratio.bounds_text()}; 1 packs one radius "
+                        f"(default {small_ratio.default:g})")
     p.add_argument("--shell", type=int, default=0, metavar="LAYERS",
                    help="hollow shell: the small skin over LAYERS large diameters (default 0: solid)")
     p.add_argument("--seed", type=int, default=0, help="jitter seed (default 0)")

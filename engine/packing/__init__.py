@@ -23,10 +23,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import MochiError
+from ..settings_schema import setting
 from .colors import colors_from_vertices
 from .fill import SKIN_SMALL_LAYERS, MeshInfo, analyse_mesh, fill_mesh
 from .mesh import check_mesh, load_mesh_file, place_vertices
 from .motion import rigid_spins, rigid_velocities
+
+#: The small-radius ratio's default and bounds (engine.settings_schema).
+SMALL_RATIO = setting("small_ratio")
 
 __all__ = ["PackResult", "pack_mesh", "pack_mesh_file", "rigid_spins", "rigid_velocities"]
 
@@ -72,7 +76,7 @@ class PackResult:
 
 
 def pack_mesh_file(path: str | os.PathLike, *, radius: float | None = None, count: int | None = None,
-                   small_ratio: float = 0.5, shell_layers: int = 0, seed: int = 0, jitter: float = 0.0,
+                   small_ratio: float = SMALL_RATIO.default, shell_layers: int = 0, seed: int = 0, jitter: float = 0.0,
                    fit: float | None = None, center: tuple[float, float, float] | None = None,
                    rotation_deg: tuple[float, float, float] = (0.0, 0.0, 0.0)) -> PackResult:
     """Pack the mesh in an OBJ/PLY/STL/... file (read with trimesh).
@@ -91,7 +95,7 @@ def pack_mesh_file(path: str | os.PathLike, *, radius: float | None = None, coun
 
 
 def pack_mesh(vertices, triangles, *, transform=None, radius: float | None = None, count: int | None = None,
-              small_ratio: float = 0.5, shell_layers: int = 0, seed: int = 0, jitter: float = 0.0,
+              small_ratio: float = SMALL_RATIO.default, shell_layers: int = 0, seed: int = 0, jitter: float = 0.0,
               fit: float | None = None, center: tuple[float, float, float] | None = None,
               rotation_deg: tuple[float, float, float] = (0.0, 0.0, 0.0), vertex_colors=None,
               name: str = "The mesh") -> PackResult:
@@ -160,8 +164,8 @@ def _check_options(radius, count, small_ratio, shell_layers, seed, jitter, name)
         raise MochiError(f"{name}: the packing radius must be a positive number of metres, not {radius!r}.")
     if count is not None and (isinstance(count, bool) or int(count) != count or count < 1):
         raise MochiError(f"{name}: the particle count must be a whole number ≥ 1, not {count!r}.")
-    if not (0.0 < small_ratio <= 1.0):
-        raise MochiError(f"{name}: the small-radius ratio must be in (0, 1], not {small_ratio!r}.")
+    if not SMALL_RATIO.allows(small_ratio):
+        raise MochiError(f"{name}: the small-radius ratio must be {SMALL_RATIO.bounds_text()}, not {small_ratio!r}.")
     if isinstance(shell_layers, bool) or int(shell_layers) != shell_layers or shell_layers < 0:
         raise MochiError(f"{name}: the shell layer count must be a whole number ≥ 0, not {shell_layers!r}.")
     if isinstance(seed, bool) or int(seed) != seed or seed < 0:

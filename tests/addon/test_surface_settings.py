@@ -1,5 +1,6 @@
-"""The Blender properties of materials, walls and collider surfaces are engine.settings_schema's: same
-defaults, bounds, words, and every value reaches the engine objects and a saved preset."""
+"""The Blender properties of materials, walls, collider surfaces and a source's packing and body are
+engine.settings_schema's: same defaults, bounds, words, and every value reaches the engine objects and a
+saved preset."""
 
 from __future__ import annotations
 
@@ -20,11 +21,18 @@ def _inside(setting) -> float:
     return value if value != setting.default else value * 0.5
 
 
-@pytest.mark.parametrize("surface", ["grain", "wall", "collider"])
+@pytest.mark.parametrize("surface", ["grain", "wall", "collider", "source"])
 def test_every_setting_is_a_blender_property_with_the_schema_words_and_bounds(mochi, surface):
     schema = _schema()
     properties = bpy.types.Object.bl_rna.properties["mochi"].fixed_type.properties
-    for setting in schema.settings_for(surface):
+    for choice in schema.choices_for(surface):
+        prop = properties[choice.blender]
+        assert (prop.name, prop.description, prop.default) == (choice.label, choice.tooltip, choice.default.upper())
+        assert [(i.identifier, i.name, i.description) for i in prop.enum_items] == \
+            [(c.key.upper(), c.label, c.tooltip) for c in choice.choices]
+    assert all(schema.blender_name(s, surface) not in properties
+               for s in schema.settings_for(surface) if not s.in_blender)
+    for setting in schema.settings_for(surface, blender_only=True):
         prop = properties[schema.blender_name(setting, surface)]
         assert prop.name == schema.label(setting, surface)
         assert prop.description == schema.tooltip(setting, surface)
@@ -98,3 +106,33 @@ def test_the_model_settings_are_blender_properties_that_reach_the_bake_and_the_p
     presets.apply_preset(mochi_module("engine.preset").load_preset(saved), small_scene, None)
     assert {k: schema.from_blender(schema.model_setting(k), getattr(small_scene.mochi, schema.model_setting(k).blender))
             for k in chosen} == chosen
+
+
+def test_a_sources_packing_and_body_reach_the_bake_and_the_preset_and_come_back(small_scene, tmp_path):
+    """Small ratio, body and glue set on a source: in its bake settings, the engine's glued body, a saved
+    preset's emitter; applying that preset to the reset source sets them back."""
+    schema = _schema()
+    snapshot, settings_module = mochi_module("addon.snapshot"), mochi_module("addon.settings")
+    presets = mochi_module("addon.operators.presets")
+    sources = [obj for obj in small_scene.objects if obj.mochi.role == "SOURCE"]
+    # Smaller small grains than 0.75 would need a shorter time step than the scene's 20 substeps.
+    picked = {"small_ratio": 0.75, "glue_strength": 3.0e4}
+    for source in sources:  # both alike: a preset applies its first emitter to the active source
+        for setting in schema.settings_for("source", blender_only=True):
+            setattr(source.mochi, setting.key, picked.get(setting.key, _inside(setting)))
+        source.mochi.body = "GLUED"
+    chosen = {s.key: getattr(sources[0].mochi, s.key) for s in schema.settings_for("source", blender_only=True)}
+    chosen["body"] = "glued"
+    settings = snapshot.scene_blender_to_settings(bpy.context)
+    assert [schema.surface_values(s, "source", blender_only=True) for s in settings.sources] == [chosen] * 2
+    bodies = settings_module.setup_from_settings(settings).model.physics.bodies
+    assert [(b.kind, b.glue_strength) for b in bodies] == [("glued", chosen["glue_strength"])] * 2
+    assert bodies[0].glue_stiffness == schema.setting("glue_stiffness").default  # Blender has no property for it
+    saved = presets.save_scene_preset(bpy.context, tmp_path / "source.toml", name="source")
+    emitter = mochi_module("engine.preset").load_preset(saved).emitters[0]
+    assert schema.surface_values(emitter, "source", blender_only=True) == chosen
+    for setting in schema.settings_for("source", blender_only=True):
+        setattr(sources[0].mochi, setting.key, setting.default)
+    sources[0].mochi.body = "LOOSE"
+    presets.apply_preset(mochi_module("engine.preset").load_preset(saved), small_scene, sources[0])
+    assert mochi_module("addon.properties.schema").blender_values(sources[0].mochi, "source") == chosen

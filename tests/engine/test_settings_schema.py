@@ -169,6 +169,42 @@ def test_a_new_material_setting_is_one_edit(tmp_path):
     assert out["collider_refused"] == "The collider 'c' squish must be a number in [0, 1], not -1.0."
 
 
+def test_a_new_source_setting_is_one_edit(tmp_path):
+    """A Setting of a source (how it is packed or held together), added in a child Python, is read from a
+    preset's emitters and a look's top level, carried by EmitterSpec and Look, checked in one sentence."""
+    script = textwrap.dedent("""
+        import json
+        from engine import settings_schema as schema
+        schema.SOURCE_SETTINGS += (schema.Setting("fluff", "Fluff", 0.25, "", "How fluffy a source packs",
+                                                  high=1.0, surfaces=(schema.SOURCE,)),)
+        from engine.errors import MochiError
+        from engine.looks import _read
+        from engine.preset import parse_preset
+        document = {"materials": [{"name": "m"}],
+                    "emitters": [{"type": "box", "count": 2, "radius": 0.05, "fluff": 0.5}, {"type": "box", "count": 2,
+                                  "radius": 0.05}]}
+        preset = parse_preset(document, "p.toml")
+        out = {"emitter": preset.emitters[0].fluff, "default": preset.emitters[1].fluff}
+        document["emitters"][0]["fluff"] = -1
+        try:
+            parse_preset(document, "p.toml")
+        except MochiError as exc:
+            out["refused"] = str(exc)
+        import pathlib, sys
+        look = pathlib.Path(sys.argv[1])
+        look.write_text('label = "L"\\ndescription = "d"\\nradius = 0.01\\nfluff = 0.75\\n[material]\\n')
+        out["look"] = _read(look)[1].fluff
+        print(json.dumps(out))
+    """)
+    result = subprocess.run([sys.executable, "-c", script, str(tmp_path / "fluffy.toml")], cwd=REPO,
+                            capture_output=True, text=True, timeout=300,
+                            env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = json.loads(result.stdout.splitlines()[-1])
+    assert (out["emitter"], out["default"], out["look"]) == (0.5, 0.25, 0.75)
+    assert out["refused"] == "p.toml: [[emitters]] #1 fluff must be ≥ 0, not -1."
+
+
 def test_the_settings_page_is_generated_from_the_schema():
     """docs/settings.md, which the README sends preset authors to, is the schema's own table
     (`python scripts/settings_doc.py` rewrites it)."""

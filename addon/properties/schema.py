@@ -1,0 +1,72 @@
+"""Blender properties made from engine.settings_schema, and the values between them and the engine.
+
+One function per kind of schema entry makes its property (``surface_property`` for a number of a grain,
+wall, collider or source; ``model_property`` for a choice, switch or count), so a property's label,
+tooltip, default, bounds and slider range are the schema's. ``blender_values`` reads a property group as
+engine values, ``set_surface`` writes engine values into one: the one place Blender's spellings
+(``collider_`` prefix, enum identifiers in capitals) meet the engine's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty
+
+from ...engine.settings_schema import (KINDS, ModelSetting, Setting, attribute, blender_name, choices_for,
+                                       from_blender, label, settings_for, to_blender, tooltip)
+
+
+def surface_property(setting: Setting, surface: str):
+    """The Blender property of one material, surface or source number: its label, tooltip, default, bounds
+    and slider range from the schema."""
+    low = setting.ui_min if setting.low_open else setting.low
+    options = dict(name=label(setting, surface), description=tooltip(setting, surface), default=setting.default,
+                   min=low, soft_min=setting.soft[0], soft_max=setting.soft[1], **setting.blender)
+    if setting.high is not None:
+        options["max"] = setting.high
+    return FloatProperty(**options)
+
+
+def model_property(setting: ModelSetting):
+    """The Blender property of a choice, switch or count (a model setting, a source's body): an enum
+    (identifiers the keys in capitals), a switch or a count, with the schema's label, tooltip, default and
+    bounds."""
+    words = dict(name=setting.label, description=setting.tooltip)
+    if setting.choices:
+        return EnumProperty(**words, items=tuple((c.key.upper(), c.label, c.tooltip) for c in setting.choices),
+                            default=setting.default.upper())
+    if setting.type is bool:
+        return BoolProperty(**words, default=setting.default)
+    return IntProperty(**words, default=setting.default, min=setting.low, soft_min=setting.soft[0],
+                       soft_max=setting.soft[1])
+
+
+def add_object_properties(cls) -> None:
+    """Give ``cls`` (``Object.mochi``'s group) a property per setting of every kind that Blender carries:
+    the source's material and packing, the walls, the collider surface."""
+    for kind in KINDS:
+        for setting in settings_for(kind, blender_only=True):
+            cls.__annotations__[blender_name(setting, kind)] = surface_property(setting, kind)
+        for choice in choices_for(kind):
+            cls.__annotations__[choice.blender] = model_property(choice)
+
+
+def blender_values(settings, kind: str) -> dict[str, Any]:
+    """``{engine attribute: value}`` of a kind's settings on ``settings`` (an ``Object.mochi``): the
+    numbers Blender carries as floats, choices as the engine's keys ('glued', not 'GLUED')."""
+    values: dict[str, Any] = {attribute(s, kind): float(getattr(settings, blender_name(s, kind)))
+                              for s in settings_for(kind, blender_only=True)}
+    return values | {m.key: from_blender(m, getattr(settings, m.blender)) for m in choices_for(kind)}
+
+
+def set_surface(settings, kind: str, values: dict[str, Any]) -> None:
+    """Set the ``kind`` properties of ``settings`` (an ``Object.mochi``) from ``{engine attribute: value}``
+    (``engine.settings_schema.surface_values`` of a look, a preset, a material); keys it lacks are left."""
+    for setting in settings_for(kind, blender_only=True):
+        key = attribute(setting, kind)
+        if key in values:
+            setattr(settings, blender_name(setting, kind), float(values[key]))
+    for choice in choices_for(kind):
+        if choice.key in values:
+            setattr(settings, choice.blender, to_blender(choice, values[choice.key]))
