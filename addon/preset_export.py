@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engine.settings_schema import COLLIDER, GRAIN, SOURCE, WALL, model_tables, surface_values
+from ..engine.settings_schema import AUTO, COLLIDER, GRAIN, SOURCE, WALL, model_tables, surface_values
 from .settings import BakeSettings
 
-AUTO = "auto"
 
 
 def _vector(values) -> list[float]:

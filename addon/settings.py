@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..engine.settings_schema import COLLIDER, GRAIN, SOURCE, WALL, model_values, settings_dataclass, surface_values
+from ..engine.settings_schema import COLLIDER, GRAIN, SOURCE, TIME, WALL, model_values, settings_dataclass, surface_values
 
 #: Manifest key telling playback which axis is up in a cache; Blender bakes are Z-up, engine presets Y-up.
 UP_AXIS_KEY = "up_axis"
@@ -142,10 +142,6 @@ class _SimulationSettings:
         gravity: Gravity at the first frame [m/s²].
         gravity_axis: Axis gravity turns about, or None for constant gravity.
         gravity_rate: Turning rate [rad/s].
-        dt: Time step [s], or None for automatic.
-        substeps: Steps per frame, or None (automatic, or derived from ``dt``).
-        stiffness: Contact stiffness [N/m] of the linear law, or None for automatic (always None with
-            Hertz–Mindlin, whose stiffness comes from the Young's moduli).
         backend: 'auto', 'cpu', 'cuda' or 'optix'.
         fps: Frames per second of the scene [1/s].
         frame_start: Scene frame that shows cache frame 1.
@@ -156,16 +152,16 @@ class _SimulationSettings:
         fields: Engine fields (``engine.fields.ForceField``): the panel's and the scene's force-field
             objects', as ``addon.force_fields`` translates them.
 
-    The model's settings that Blender sets (contact_normal, friction_model, rotation, integrator,
-    rebuild_interval, seed) are engine.settings_schema's, as on ``engine.model.Physics``.
+    The time step, substeps and stiffness (each None: the engine chooses; stiffness always None with
+    Hertz–Mindlin, whose stiffness comes from the Young's moduli) are engine.settings_schema's time
+    settings, as on ``engine.preset.Preset``; the model's settings that Blender sets (contact_normal,
+    friction_model, rotation, integrator, rebuild_interval, seed) its model settings, as on
+    ``engine.model.Physics``.
     """
 
     gravity: tuple[float, float, float]
     gravity_axis: tuple[float, float, float] | None
     gravity_rate: float
-    dt: float | None
-    substeps: int | None
-    stiffness: float | None
     backend: str
     fps: float
     frame_start: int
@@ -176,7 +172,7 @@ class _SimulationSettings:
     fields: tuple = ()
 
 
-SimulationSettings = settings_dataclass("SimulationSettings", _SimulationSettings, model="blender")
+SimulationSettings = settings_dataclass("SimulationSettings", _SimulationSettings, TIME, model="blender")
 
 
 @dataclass(frozen=True)

@@ -23,11 +23,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import MochiError
-from .settings_schema import setting
+from .settings_schema import SOURCE_CHOICES, setting
 
 #: How the grains packed from one source object move: each on its own, glued by breakable bonds, or
 #: as one rigid body.
-BODY_KINDS = ("loose", "glued", "rigid")
+BODY_KINDS = next(c for c in SOURCE_CHOICES if c.key == "body").choice_keys()
 
 
 @dataclass(frozen=True)

@@ -18,11 +18,10 @@ from .errors import MochiError
 from .fields import FIELD_KINDS, SEED_LIMIT, SHAPES, VORTEX_PROFILES, Z_DIRECTIONS
 from .model import SIDES
 from .preset_colliders import ColliderSpec, parse_colliders
-from .settings_schema import (GRAIN, INTEGER_LIMIT, NUMBER_LIMIT, SOURCE, WALL, attribute, choices_for, model_keys,
-                              read_model, read_surface, settings_dataclass, settings_for)
+from .settings_schema import (AUTO, GRAIN, INTEGER_LIMIT, NUMBER_LIMIT, SOURCE, TIME, WALL, attribute, choices_for,
+                              model_keys, read_model, read_surface, settings_dataclass, settings_for)
 from .settings_schema import short_repr as _short
 
-AUTO = "auto"
 
 
 @dataclass(frozen=True)
@@ -76,9 +75,6 @@ class _Preset:
     description: str = ""
     fps: float = 25.0
     frames: int = 10
-    dt: float | None = None
-    substeps: int | None = None
-    stiffness: float | None = None
     domain_lo: tuple[float, float, float] = (0.0, 0.0, 0.0)
     domain_hi: tuple[float, float, float] = (1.0, 1.0, 1.0)
     open_sides: tuple[str, ...] = ()
@@ -99,10 +95,10 @@ class _Preset:
         return Path(self.source).parent
 
 
-#: The wall fields (wall_friction, ...) are engine.settings_schema's wall settings, as on ``Domain``, and
-#: the model's (contact_normal, friction_model, rotation, integrator, friction_cap, rebuild_interval, seed)
-#: its model settings.
-Preset = settings_dataclass("Preset", _Preset, WALL, model="all")
+#: The wall fields (wall_friction, ...) are engine.settings_schema's wall settings, as on ``Domain``, dt,
+#: substeps and stiffness its time settings (None: the engine chooses), and the model's (contact_normal,
+#: friction_model, rotation, integrator, friction_cap, rebuild_interval, seed) its model settings.
+Preset = settings_dataclass("Preset", _Preset, (WALL, TIME), model="all")
 
 
 # --- validation helpers -------------------------------------------------------------------------
@@ -132,16 +128,14 @@ class _Checker:
         return data
 
     def number(self, data: dict, where: str, key: str, default, *, low=None, high=None, low_open=False,
-               allow_auto=False, integer=False):
+               integer=False):
         if key not in data:
             return default
         value = data[key]
         kind = "an integer" if integer else "a number"
-        if allow_auto and value == AUTO:
-            return None
         ok = isinstance(value, int) if integer else isinstance(value, (int, float))
         if isinstance(value, bool) or not ok or (not integer and not math.isfinite(value)):
-            self.fail(f"{where} {key}", f"must be {kind}{' or ' + repr(AUTO) if allow_auto else ''}, not {value!r}")
+            self.fail(f"{where} {key}", f"must be {kind}, not {value!r}")
         limit = INTEGER_LIMIT if integer else NUMBER_LIMIT
         high = limit if high is None else min(high, limit)
         if low is None or low < -limit:
@@ -155,7 +149,7 @@ class _Checker:
         return int(value) if integer else float(value)
 
     def surface(self, data: dict, where: str, surface: str) -> dict[str, Any]:
-        """The settings of a kind ('grain', 'wall', 'collider', 'source') in ``data``
+        """The settings of a kind ('grain', 'wall', 'collider', 'source', 'time') in ``data``
         (engine.settings_schema), checked."""
         return read_surface(data, surface, lambda key, message: self.fail(f"{where} {key}", message))
 
@@ -206,11 +200,11 @@ def parse_preset(data: dict, source: str) -> Preset:
     c.table(data, "the file", TOP_KEYS)
     scene = c.table(data.get("scene", {}), "[scene]", {"name", "description", "fps", "frames", "up",
                                                        *model_keys("scene")})
-    time = c.table(data.get("time", {}), "[time]", {"dt", "substeps", "stiffness", *model_keys("time")})
+    time = c.table(data.get("time", {}), "[time]", {*(s.key for s in settings_for(TIME)), *model_keys("time")})
     contact = c.table(data.get("contact", {}), "[contact]", model_keys("contact"))
     domain = c.table(data.get("domain", {}), "[domain]", DOMAIN_KEYS)
     model = read_model({"scene": scene, "time": time, "contact": contact}, c.fail)
-    if model["contact_normal"] == "hertz" and time.get("stiffness", "auto") != "auto":
+    if model["contact_normal"] == "hertz" and time.get("stiffness", AUTO) != AUTO:
         c.fail("[time] stiffness", "has no meaning with [contact] normal = \"hertz\" (the stiffness comes from "
                "the materials' youngs_modulus); leave it out")
     gravity = c.table(data.get("gravity", {}), "[gravity]", {"vector", "rotation_axis", "rotation_rate"})
@@ -295,9 +289,7 @@ def parse_preset(data: dict, source: str) -> Preset:
         fps=c.number(scene, "[scene]", "fps", 25.0, low=0, low_open=True, high=10_000),
         frames=c.number(scene, "[scene]", "frames", 10, low=1, high=1_048_574, integer=True),
         up_axis=c.string(scene, "[scene]", "up", "y", choices=("y", "z")).upper(),
-        dt=c.number(time, "[time]", "dt", None, low=0, low_open=True, high=1.0, allow_auto=True),
-        substeps=c.number(time, "[time]", "substeps", None, low=1, integer=True),
-        stiffness=c.number(time, "[time]", "stiffness", None, low=0, low_open=True, allow_auto=True),
+        **c.surface(time, "[time]", TIME),
         **model,
         domain_lo=lo, domain_hi=hi, open_sides=tuple(open_sides),
         **c.surface(domain, "[domain]", WALL),

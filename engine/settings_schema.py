@@ -1,10 +1,12 @@
-"""The material, surface, source and model settings, defined once: default, unit, bounds, words.
+"""The material, surface, source, time and model settings, defined once: default, unit, bounds, words.
 
 Every number that says what a grain, a wall or a collider surface is made of (density, restitution,
 friction, rolling resistance, stickiness, the Hertz moduli, a collider's thickness) is one ``Setting``
 in ``SURFACE_SETTINGS``; how a particle source is packed and held together (the small-radius ratio, its
 body, the glue's strength and stiffness) is one in ``SOURCE_SETTINGS`` (its body a choice in
-``SOURCE_CHOICES``); the scene-wide model (contact law, friction, rotation, ...) is ``MODEL_SETTINGS``.
+``SOURCE_CHOICES``); how a scene steps through time (dt, substeps, stiffness, each chosen by the engine
+unless given) in ``TIME_SETTINGS``; the scene-wide model (contact law, friction, rotation, ...) is
+``MODEL_SETTINGS``.
 Everything else is derived from those tuples:
 
 * the engine's dataclasses (``engine.model.Material`` and ``Domain``, ``engine.colliders.Collider``,
@@ -13,8 +15,9 @@ Everything else is derived from those tuples:
   ``settings_dataclass``;
 * presets, looks and collider tables are read by ``read_surface`` (msgspec converts and checks the
   bounds; a failure becomes the one sentence every preset error is), and written from ``surface_values``;
-* the Blender properties (``addon.properties.object``), the scene snapshot, the panels and the preset
-  export loop over ``settings_for``.
+* the Blender properties (``addon.properties.schema``), the scene snapshot, the panels and the preset
+  export loop over ``settings_for``;
+* docs/settings.md is ``engine.settings_doc``'s table of them.
 
 Adding a material parameter is one ``Setting`` here plus the physics that reads it. Names: a setting's
 ``key`` is the engine attribute and the TOML key of grains and collider tables; walls prefix it with
@@ -39,12 +42,18 @@ SURFACES = (GRAIN, WALL, COLLIDER)
 #: A particle source's packing and body: not a surface, but spelled and derived the same way (a preset's
 #: ``[[emitters]]``, a look's top level, ``EmitterSpec``, the add-on's ``SourceSettings``, ``Object.mochi``).
 SOURCE = "source"
-#: Every kind of holder a ``Setting`` names in its ``surfaces``.
-KINDS = (*SURFACES, SOURCE)
+#: The time stepping of a scene: a preset's ``[time]``, ``Preset``, the add-on's ``SimulationSettings``,
+#: ``Scene.mochi``.
+TIME = "time"
+#: The kinds an object carries (``Object.mochi``), and every kind a ``Setting`` names in its ``surfaces``.
+OBJECT_KINDS = (*SURFACES, SOURCE)
+KINDS = (*OBJECT_KINDS, TIME)
 #: How each kind's engine attributes and TOML keys are spelled: prefix + key.
-ENGINE_PREFIX = {GRAIN: "", WALL: "wall_", COLLIDER: "", SOURCE: ""}
-#: How each kind's Blender properties (``Object.mochi``) are spelled: prefix + key.
-BLENDER_PREFIX = {GRAIN: "", WALL: "wall_", COLLIDER: "collider_", SOURCE: ""}
+ENGINE_PREFIX = {GRAIN: "", WALL: "wall_", COLLIDER: "", SOURCE: "", TIME: ""}
+#: How each kind's Blender properties (``Object.mochi``, ``Scene.mochi``) are spelled: prefix + key.
+BLENDER_PREFIX = {GRAIN: "", WALL: "wall_", COLLIDER: "collider_", SOURCE: "", TIME: ""}
+#: What a preset writes for a setting the engine chooses (``Setting.automatic``).
+AUTO = "auto"
 #: Largest magnitude of any number in a preset: a value that parses (1e308) but would overflow the
 #: physics (mass, stiffness × overlap) in float32 or float64 is refused here, not met as a ZeroDivisionError.
 NUMBER_LIMIT = 1.0e15
@@ -74,6 +83,9 @@ class Setting:
         hertz_only: Read only by the Hertz–Mindlin law (the panels grey it out under the linear one).
         blender: Extra keyword arguments of the Blender property (subtype, unit, precision).
         in_blender: False where Blender has no property for it (a bake from Blender uses the default).
+        integer: A whole number (an int in presets, an integer property in Blender).
+        automatic: The engine chooses it unless it is given: a preset leaves it out or writes 'auto' and
+            the engine attribute is None; ``default`` is then what Blender shows for a value set by hand.
     """
 
     key: str
@@ -91,6 +103,19 @@ class Setting:
     hertz_only: bool = False
     blender: dict = dataclasses.field(default_factory=dict)
     in_blender: bool = True
+    integer: bool = False
+    automatic: bool = False
+
+    @property
+    def type(self) -> type:
+        """The engine attribute's type: float or int, or None where the engine chooses."""
+        number = int if self.integer else float
+        return number | None if self.automatic else number
+
+    @property
+    def highest(self) -> float:
+        """The largest value allowed (``high``, else the number limit of its type)."""
+        return self.high if self.high is not None else INTEGER_LIMIT if self.integer else NUMBER_LIMIT
 
     def bounds_text(self) -> str:
         """The allowed range in words: 'in (0, 1]', '≥ 0', '> 0 and ≤ 100000'."""
@@ -102,11 +127,11 @@ class Setting:
         return f"{low} and ≤ {self.high:g}"
 
     def allows(self, value: Any) -> bool:
-        """True for a finite number (not a bool) within the bounds."""
-        if not is_number(value):
+        """True for a finite number (not a bool; an int where ``integer``) within the bounds."""
+        if not is_number(value) or (self.integer and not isinstance(value, int)):
             return False
         above = value > self.low if self.low_open else value >= self.low
-        return above and value <= (NUMBER_LIMIT if self.high is None else self.high)
+        return above and value <= self.highest
 
 
 def is_number(value: Any) -> bool:
@@ -191,6 +216,23 @@ SOURCE_SETTINGS: tuple[Setting, ...] = (
             soft=(0.0, 1.0e12), surfaces=(SOURCE,), in_blender=False),
 )
 
+#: How a scene steps through time, each chosen by the engine unless given (``engine.timestep``). A preset
+#: gives dt or substeps, not both; Blender's Time Step and Automatic Stiffness switches pick which is given.
+TIME_SETTINGS: tuple[Setting, ...] = (
+    Setting("dt", "Time Step", 1.0e-4, "s",
+            "Simulation time step in seconds (s); a step longer than the stiffness allows is refused before the "
+            "bake",
+            low_open=True, high=1.0, soft=(1.0e-6, 1.0e-2), ui_min=1.0e-9, surfaces=(TIME,), automatic=True,
+            blender={"subtype": "TIME_ABSOLUTE", "unit": "TIME_ABSOLUTE", "precision": 6, "step": 0.001}),
+    Setting("substeps", "Substeps", 400, "",
+            "Simulation steps per frame (the time step is the frame's duration divided by it)",
+            low=1, soft=(10, 10000), surfaces=(TIME,), integer=True, automatic=True),
+    Setting("stiffness", "Stiffness", 1.0e3, "N/m",
+            "Spring constant of the linear contact law, in newtons per metre (N/m); Hertz–Mindlin takes its "
+            "stiffness from the Young's moduli instead",
+            low_open=True, soft=(1.0, 1.0e7), ui_min=1.0e-6, surfaces=(TIME,), automatic=True),
+)
+
 #: What '{surface}' reads as in a wall's and a collider's tooltip.
 _SURFACE_WORDS = {WALL: "the walls", COLLIDER: "this surface"}
 
@@ -198,7 +240,7 @@ _SURFACE_WORDS = {WALL: "the walls", COLLIDER: "this surface"}
 def settings_for(surface: str, *, blender_only: bool = False) -> tuple[Setting, ...]:
     """The settings a kind ('grain', 'wall', 'collider' or 'source') carries, in panel order (those with a
     Blender property, with ``blender_only``)."""
-    return tuple(s for s in (*SURFACE_SETTINGS, *SOURCE_SETTINGS)
+    return tuple(s for s in (*SURFACE_SETTINGS, *SOURCE_SETTINGS, *TIME_SETTINGS)
                  if surface in s.surfaces and (s.in_blender or not blender_only))
 
 
@@ -225,8 +267,8 @@ def tooltip(setting: Setting, surface: str) -> str:
 
 
 def setting(key: str) -> Setting:
-    """The material, surface or source setting whose key is ``key`` ('small_ratio')."""
-    return next(s for s in (*SURFACE_SETTINGS, *SOURCE_SETTINGS) if s.key == key)
+    """The material, surface, source or time setting whose key is ``key`` ('small_ratio')."""
+    return next(s for s in (*SURFACE_SETTINGS, *SOURCE_SETTINGS, *TIME_SETTINGS) if s.key == key)
 
 
 def choices_for(surface: str) -> tuple[ModelSetting, ...]:
@@ -238,7 +280,8 @@ def surface_fields(surface: str, *, blender_only: bool = False) -> list[tuple[st
     """``dataclasses.make_dataclass`` fields for a kind's settings (those with a Blender property, with
     ``blender_only``): (name, type, field(default=...)), each field's metadata holding its setting under
     'setting'."""
-    numbers = [(attribute(s, surface), float, dataclasses.field(default=s.default, metadata={"setting": s}))
+    numbers = [(attribute(s, surface), s.type,
+                dataclasses.field(default=None if s.automatic else s.default, metadata={"setting": s}))
                for s in settings_for(surface, blender_only=blender_only)]
     return numbers + [(m.key, m.type, dataclasses.field(default=m.default, metadata={"setting": m}))
                       for m in choices_for(surface)]
@@ -259,7 +302,8 @@ def settings_dataclass(name: str, base: type, surface: str | tuple[str, ...] | N
         fields += surface_fields(kind, blender_only=blender_only)
         lines += [f"        {attribute(s, kind)}: {tooltip(s, kind) or s.label}"
                   + (f" [{s.unit}]" if s.unit and f"({s.unit}" not in tooltip(s, kind) else "")
-                  + f" (default {s.default:g})." for s in settings_for(kind, blender_only=blender_only)]
+                  + (" (None: the engine chooses)." if s.automatic else f" (default {s.default:g}).")
+                  for s in settings_for(kind, blender_only=blender_only)]
         lines += [f"        {m.key}: {m.tooltip} (default {m.default!r})." for m in choices_for(kind)]
     if model is not None:
         chosen = model_settings(blender_only=model == "blender")
@@ -277,16 +321,23 @@ def surface_values(source: Any, surface: str, *, blender_only: bool = False) -> 
     """``{engine attribute: value}`` of a kind's settings on ``source`` (an engine object or settings:
     every attribute spelled as the engine spells it; only those Blender carries, with ``blender_only``, for
     the add-on's settings); numbers as float, choices as their keys."""
-    values: dict[str, Any] = {attribute(s, surface): float(getattr(source, attribute(s, surface)))
+    values: dict[str, Any] = {attribute(s, surface): as_value(s, getattr(source, attribute(s, surface)))
                               for s in settings_for(surface, blender_only=blender_only)}
     return values | {m.key: getattr(source, m.key) for m in choices_for(surface)}
 
 
+def as_value(setting: Setting, value: Any) -> Any:
+    """``value`` as the engine holds ``setting``: a float, an int where ``integer``, None kept where the
+    engine chooses."""
+    if value is None and setting.automatic:
+        return None
+    return int(value) if setting.integer else float(value)
+
+
 def _constrained(setting: Setting):
     """The msgspec type that accepts exactly the values ``setting`` allows."""
-    bounds = {"gt" if setting.low_open else "ge": setting.low,
-              "le": NUMBER_LIMIT if setting.high is None else setting.high}
-    return Annotated[float, msgspec.Meta(**bounds)]
+    bounds = {"gt" if setting.low_open else "ge": setting.low, "le": setting.highest}
+    return Annotated[int if setting.integer else float, msgspec.Meta(**bounds)]
 
 
 def read_surface(table: dict, surface: str, fail) -> dict[str, Any]:
@@ -295,11 +346,12 @@ def read_surface(table: dict, surface: str, fail) -> dict[str, Any]:
     Args:
         table: The parsed table; keys that are not settings of ``surface`` are ignored (the caller
             checks unknown keys and reads the others).
-        surface: 'grain', 'wall', 'collider' or 'source'.
+        surface: 'grain', 'wall', 'collider', 'source' or 'time'.
         fail: ``fail(key, message)`` raises the caller's one sentence ('<file>: <where> <key> <message>.').
 
     Returns:
-        ``{engine attribute: value}`` for every setting of the kind (floats; a choice's key).
+        ``{engine attribute: value}`` for every setting of the kind (float or int; None for an automatic
+        one left out or 'auto'; a choice's key).
     """
     values: dict[str, Any] = {}
     for choice in choices_for(surface):
@@ -308,20 +360,20 @@ def read_surface(table: dict, surface: str, fail) -> dict[str, Any]:
                               if choice.toml_key in table else choice.default)
     for setting in settings_for(surface):
         key = attribute(setting, surface)
-        if key not in table:
-            values[key] = setting.default
+        value = table.get(key, AUTO if setting.automatic else setting.default)
+        if setting.automatic and value == AUTO:
+            values[key] = None
             continue
-        value = table[key]
         try:
-            values[key] = float(msgspec.convert(value, _constrained(setting), strict=True))
+            values[key] = as_value(setting, msgspec.convert(value, _constrained(setting), strict=True))
         except msgspec.ValidationError:
             # msgspec checks type and bounds; the sentence is ours, in the words every other preset error
             # uses, with the value the author wrote.
-            if not is_number(value):
-                fail(key, f"must be a number, not {short_repr(value)}")
-            high = NUMBER_LIMIT if setting.high is None else setting.high
-            if value > high:
-                fail(key, f"must be ≤ {high:g}, not {short_repr(value)}")
+            if not is_number(value) or (setting.integer and not isinstance(value, int)):
+                kind = "an integer" if setting.integer else "a number"
+                fail(key, f"must be {kind}{f' or {AUTO!r}' if setting.automatic else ''}, not {short_repr(value)}")
+            if value > setting.highest:
+                fail(key, f"must be ≤ {setting.highest:g}, not {short_repr(value)}")
             fail(key, f"must be {'>' if setting.low_open else '≥'} {setting.low:g}, not {short_repr(value)}")
     return values
 
@@ -510,42 +562,3 @@ def _read_model_value(m: ModelSetting, value: Any, fail) -> Any:
         if isinstance(value, int) and not isinstance(value, bool):
             fail(f"must be ≤ {INTEGER_LIMIT}, not {short_repr(value)}")
         fail(f"must be an integer, not {short_repr(value)}")
-
-
-def settings_markdown() -> str:
-    """docs/settings.md: a table per surface of every setting's key, Blender label, unit, default and
-    bounds, with its tooltip, and one of the model settings (``scripts/settings_doc.py`` writes it; a test
-    keeps it current)."""
-    where = {GRAIN: ("Grain material", "a preset's `[[materials]]`, a look's `[material]`, a source object"),
-             WALL: ("Walls", "a preset's `[domain]`, the domain object"),
-             COLLIDER: ("Collider surface", "a preset's `[[colliders]]`, a collider object "
-                                            "(Blender properties `collider_<key>`)"),
-             SOURCE: ("Particle source", "a preset's `[[emitters]]`, a look's top level, a source object")}
-    lines = ["# Material, surface and model settings", "",
-             "Generated from `engine/settings_schema.py` by `python scripts/settings_doc.py`; do not edit.",
-             "A preset, a look or a Blender object that leaves a setting out gets its default.", ""]
-    for surface in KINDS:
-        title, read_from = where[surface]
-        lines += [f"## {title}", "", f"Read from {read_from}.", "",
-                  "| key | Blender | unit | default | allowed | what it does |",
-                  "| --- | --- | --- | --- | --- | --- |"]
-        for s in settings_for(surface):
-            lines.append(f"| `{attribute(s, surface)}` | {label(s, surface) if s.in_blender else '–'} | "
-                         f"{s.unit or '–'} | {s.default:g} | {s.bounds_text()} | {tooltip(s, surface)} |")
-        for m in choices_for(surface):
-            lines.append(f"| `{m.key}` | {m.label} | – | `{m.default}` | {_choices_text(m)} | {m.tooltip} |")
-        lines.append("")
-    lines += ["## The model", "",
-              "Read from a preset's `[contact]`, `[time]` and `[scene]` tables and the scene's Mochi settings.", "",
-              "| preset key | Blender | default | allowed | what it does |", "| --- | --- | --- | --- | --- |"]
-    for m in MODEL_SETTINGS:
-        allowed = (_choices_text(m) if m.choices else "true, false" if m.type is bool else f"integer ≥ {m.low}")
-        default = str(m.default).lower() if m.type is bool else f"`{m.default}`" if m.choices else m.default
-        lines.append(f"| `[{m.table}] {m.toml_key}` | {m.label if m.blender else '–'} | {default} | {allowed} | "
-                     f"{m.tooltip} |")
-    lines.append("")
-    return "\n".join(lines)
-
-
-def _choices_text(m: ModelSetting) -> str:
-    return ", ".join(f"`{c.key}` ({c.label}: {c.tooltip})" for c in m.choices)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import bpy
 from bpy.props import EnumProperty, FloatProperty, FloatVectorProperty, IntProperty, PointerProperty
 
-from .schema import add_object_properties
+from ...engine.settings_schema import OBJECT_KINDS
+from .schema import add_properties
 
 SIDE_ITEMS = (("-x", "-X", "No wall on the -X side"), ("+x", "+X", "No wall on the +X side"),
               ("-y", "-Y", "No wall on the -Y side"), ("+y", "+Y", "No wall on the +Y side"),
@@ -23,7 +24,7 @@ class MochiObjectSettings(bpy.types.PropertyGroup):
     """What an object is to the simulation (Object.mochi).
 
     The material, small ratio, body and glue of a source, the walls of a domain and the surface of a
-    collider are not written out here: ``add_object_properties`` adds one property per
+    collider are not written out here: ``add_properties`` adds one property per
     engine.settings_schema setting Blender carries.
     """
 
@@ -77,7 +78,7 @@ class MochiObjectSettings(bpy.types.PropertyGroup):
         type=bpy.types.Object)
 
 
-add_object_properties(MochiObjectSettings)
+add_properties(MochiObjectSettings, OBJECT_KINDS)
 CLASSES = (MochiObjectSettings,)
 
 

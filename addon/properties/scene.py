@@ -7,9 +7,9 @@ import bpy
 from bpy.props import (BoolProperty, CollectionProperty, EnumProperty, FloatProperty, FloatVectorProperty,
                        IntProperty, PointerProperty, StringProperty)
 
-from ...engine.settings_schema import model_settings
+from ...engine.settings_schema import TIME, model_settings
 from .fields import MochiFieldSettings
-from .schema import model_property
+from .schema import add_properties, model_property
 
 BACKEND_LABELS = {"auto": "Automatic", "cpu": "CPU", "cuda": "CUDA", "optix": "OptiX"}
 _backend_items_cache: list = []
@@ -80,8 +80,9 @@ def _set_frame_end(self, value: int) -> None:
 class MochiSceneSettings(bpy.types.PropertyGroup):
     """Settings of the scene's Mochi simulation (Scene.mochi).
 
-    The model's settings (Contact Law, Friction, Rotating Grains, Integrator, Rebuild Interval, Seed) are
-    not written out here: ``_add_model_properties`` adds one per engine.settings_schema model setting.
+    The model's settings (Contact Law, Friction, Rotating Grains, Integrator, Rebuild Interval, Seed) and
+    the time step, substeps and stiffness set by hand are not written out here: ``_add_model_properties``
+    and ``add_properties`` add one per engine.settings_schema setting.
     """
 
     # Not animatable: a bake reads gravity once; a keyframe would be silently ignored.
@@ -105,19 +106,9 @@ class MochiSceneSettings(bpy.types.PropertyGroup):
                ("SUBSTEPS", "Substeps", "A fixed number of steps per frame"),
                ("FIXED", "Fixed", "A fixed time step in seconds")),
         default="AUTO")
-    substeps: IntProperty(
-        name="Substeps", description="Simulation steps per frame", default=400, min=1,
-        soft_min=10, soft_max=10000)
-    dt: FloatProperty(
-        name="Time Step", description="Simulation time step", subtype="TIME_ABSOLUTE",
-        unit="TIME_ABSOLUTE", default=1.0e-4, min=1.0e-9, soft_min=1.0e-6, soft_max=1.0e-2,
-        precision=6, step=0.001)
     use_auto_stiffness: BoolProperty(
         name="Automatic Stiffness",
         description="Choose the contact stiffness of the linear law from the grain sizes and masses", default=True)
-    stiffness: FloatProperty(
-        name="Stiffness", description="Spring constant of the linear contact law, in newtons per metre (N/m)",
-        default=1.0e3, min=1.0e-6, soft_min=1.0, soft_max=1.0e7)
     backend: EnumProperty(
         name="Backend", description="Where the simulation runs; unavailable devices say why",
         items=backend_items)
@@ -175,6 +166,7 @@ def _add_model_properties(cls) -> None:
 
 
 _add_model_properties(MochiSceneSettings)
+add_properties(MochiSceneSettings, (TIME,))
 CLASSES = (MochiFieldSettings, MochiSceneSettings)
 
 

@@ -13,19 +13,20 @@ from typing import Any
 
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty
 
-from ...engine.settings_schema import (KINDS, ModelSetting, Setting, attribute, blender_name, choices_for,
+from ...engine.settings_schema import (ModelSetting, Setting, as_value, attribute, blender_name, choices_for,
                                        from_blender, label, settings_for, to_blender, tooltip)
 
 
 def surface_property(setting: Setting, surface: str):
-    """The Blender property of one material, surface or source number: its label, tooltip, default, bounds
-    and slider range from the schema."""
+    """The Blender property of one material, surface, source or time number (an integer property for a
+    whole number): its label, tooltip, default, bounds and slider range from the schema. An automatic
+    setting's property holds the value used when it is set by hand (a switch beside it says whether)."""
     low = setting.ui_min if setting.low_open else setting.low
     options = dict(name=label(setting, surface), description=tooltip(setting, surface), default=setting.default,
                    min=low, soft_min=setting.soft[0], soft_max=setting.soft[1], **setting.blender)
     if setting.high is not None:
         options["max"] = setting.high
-    return FloatProperty(**options)
+    return IntProperty(**options) if setting.integer else FloatProperty(**options)
 
 
 def model_property(setting: ModelSetting):
@@ -42,10 +43,11 @@ def model_property(setting: ModelSetting):
                        soft_max=setting.soft[1])
 
 
-def add_object_properties(cls) -> None:
-    """Give ``cls`` (``Object.mochi``'s group) a property per setting of every kind that Blender carries:
-    the source's material and packing, the walls, the collider surface."""
-    for kind in KINDS:
+def add_properties(cls, kinds: tuple[str, ...]) -> None:
+    """Give ``cls`` a property per setting of ``kinds`` that Blender carries: on ``Object.mochi``'s group
+    the source's material and packing, the walls, the collider surface (``OBJECT_KINDS``); on
+    ``Scene.mochi``'s the time settings."""
+    for kind in kinds:
         for setting in settings_for(kind, blender_only=True):
             cls.__annotations__[blender_name(setting, kind)] = surface_property(setting, kind)
         for choice in choices_for(kind):
@@ -55,7 +57,7 @@ def add_object_properties(cls) -> None:
 def blender_values(settings, kind: str) -> dict[str, Any]:
     """``{engine attribute: value}`` of a kind's settings on ``settings`` (an ``Object.mochi``): the
     numbers Blender carries as floats, choices as the engine's keys ('glued', not 'GLUED')."""
-    values: dict[str, Any] = {attribute(s, kind): float(getattr(settings, blender_name(s, kind)))
+    values: dict[str, Any] = {attribute(s, kind): as_value(s, getattr(settings, blender_name(s, kind)))
                               for s in settings_for(kind, blender_only=True)}
     return values | {m.key: from_blender(m, getattr(settings, m.blender)) for m in choices_for(kind)}
 
@@ -65,8 +67,8 @@ def set_surface(settings, kind: str, values: dict[str, Any]) -> None:
     (``engine.settings_schema.surface_values`` of a look, a preset, a material); keys it lacks are left."""
     for setting in settings_for(kind, blender_only=True):
         key = attribute(setting, kind)
-        if key in values:
-            setattr(settings, blender_name(setting, kind), float(values[key]))
+        if values.get(key) is not None:  # None: the engine chooses; the property keeps its hand-set value
+            setattr(settings, blender_name(setting, kind), as_value(setting, values[key]))
     for choice in choices_for(kind):
         if choice.key in values:
             setattr(settings, choice.blender, to_blender(choice, values[choice.key]))

@@ -92,6 +92,22 @@ def _interrupts_not_dropped():
         sys.unraisablehook = previous
 
 
+def _interrupted() -> int:
+    _say("Interrupted; complete frames are kept (a bake continues with --resume).")
+    return EXIT_INTERRUPTED
+
+
+def _caused_by_interrupt(exc: BaseException) -> bool:
+    """Whether a KeyboardInterrupt is in the chain of causes of ``exc``."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 def main(argv: list[str] | None = None) -> int:
     with _interrupts_not_dropped():
         return _guarded_main(argv)
@@ -105,8 +121,13 @@ def _guarded_main(argv: list[str] | None) -> int:
     except MochiError as exc:
         _say(str(exc))
     except KeyboardInterrupt:
-        _say("Interrupted; complete frames are kept (a bake continues with --resume).")
-        return EXIT_INTERRUPTED
+        return _interrupted()
+    except SystemError as exc:
+        # Ctrl-C landing as a compiled (numba) function returns reaches us as "returned a result with an
+        # exception set", the KeyboardInterrupt as its cause: an interrupt all the same.
+        if not _caused_by_interrupt(exc):
+            raise
+        return _interrupted()
     except RecursionError:
         _say("An input is nested too deeply to be read (a preset, manifest or JSON file of thousands of nested "
              "tables or lists).")

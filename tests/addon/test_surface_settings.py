@@ -21,10 +21,11 @@ def _inside(setting) -> float:
     return value if value != setting.default else value * 0.5
 
 
-@pytest.mark.parametrize("surface", ["grain", "wall", "collider", "source"])
+@pytest.mark.parametrize("surface", ["grain", "wall", "collider", "source", "time"])
 def test_every_setting_is_a_blender_property_with_the_schema_words_and_bounds(mochi, surface):
     schema = _schema()
-    properties = bpy.types.Object.bl_rna.properties["mochi"].fixed_type.properties
+    holder = bpy.types.Scene if surface == "time" else bpy.types.Object
+    properties = holder.bl_rna.properties["mochi"].fixed_type.properties
     for choice in schema.choices_for(surface):
         prop = properties[choice.blender]
         assert (prop.name, prop.description, prop.default) == (choice.label, choice.tooltip, choice.default.upper())
@@ -34,6 +35,7 @@ def test_every_setting_is_a_blender_property_with_the_schema_words_and_bounds(mo
                for s in schema.settings_for(surface) if not s.in_blender)
     for setting in schema.settings_for(surface, blender_only=True):
         prop = properties[schema.blender_name(setting, surface)]
+        assert prop.type == ("INT" if setting.integer else "FLOAT")
         assert prop.name == schema.label(setting, surface)
         assert prop.description == schema.tooltip(setting, surface)
         assert prop.default == pytest.approx(setting.default, rel=1e-6)
@@ -136,3 +138,22 @@ def test_a_sources_packing_and_body_reach_the_bake_and_the_preset_and_come_back(
     sources[0].mochi.body = "LOOSE"
     presets.apply_preset(mochi_module("engine.preset").load_preset(saved), small_scene, sources[0])
     assert mochi_module("addon.properties.schema").blender_values(sources[0].mochi, "source") == chosen
+
+
+def test_the_time_settings_set_by_hand_reach_the_bake_and_the_preset_and_come_back(small_scene, tmp_path):
+    """A fixed time step and a given stiffness: in the bake settings and a saved preset's [time] (substeps
+    left out, as a preset gives one of the two); applied to the reset scene, back with their switches."""
+    schema = _schema()
+    snapshot, presets = mochi_module("addon.snapshot"), mochi_module("addon.operators.presets")
+    s = small_scene.mochi
+    s.timestep_mode, s.dt, s.use_auto_stiffness, s.stiffness = "FIXED", 2.5e-4, False, 5.0e4
+    chosen = {"dt": s.dt, "substeps": None, "stiffness": s.stiffness}
+    settings = snapshot.scene_blender_to_settings(bpy.context)
+    assert schema.surface_values(settings.simulation, "time") == chosen
+    saved = presets.save_scene_preset(bpy.context, tmp_path / "time.toml", name="time")
+    preset = mochi_module("engine.preset").load_preset(saved)
+    assert schema.surface_values(preset, "time") == chosen
+    s.timestep_mode, s.dt, s.use_auto_stiffness, s.stiffness = "AUTO", 1.0e-4, True, 1.0e3
+    presets.apply_preset(preset, small_scene, None)
+    assert (s.timestep_mode, s.use_auto_stiffness) == ("FIXED", False)
+    assert schema.surface_values(snapshot.scene_blender_to_settings(bpy.context).simulation, "time") == chosen

@@ -20,9 +20,9 @@ from engine.errors import MochiError
 from engine.model import Domain, Material, Physics
 from engine.preset import parse_preset
 from engine.preset_colliders import ColliderSpec
+from engine.settings_doc import settings_markdown
 from engine.settings_schema import (COLLIDER, GRAIN, MODEL_SETTINGS, SURFACE_SETTINGS, SURFACES, WALL, attribute,
-                                    model_tables, model_values, settings_for, settings_markdown,
-                                    surface_values)
+                                    model_tables, model_values, settings_for, surface_values)
 
 REPO = Path(__file__).resolve().parents[2]
 EMITTER = {"type": "box", "count": 2, "radius": 0.05}

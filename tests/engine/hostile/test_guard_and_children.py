@@ -96,6 +96,36 @@ def test_ctrl_c_inside_a_callback_from_c_still_stops_the_command():
         ["mochi: error: Interrupted; complete frames are kept (a bake continues with --resume)."]
 
 
+def test_ctrl_c_reported_by_a_compiled_function_as_a_system_error_is_an_interrupt(monkeypatch, capsys):
+    """Ctrl-C landing while a numba function returns reaches Python as "SystemError: ... returned a result
+    with an exception set", the KeyboardInterrupt its cause (seen under load in the wedge case above): exit
+    130 with the sentence; a SystemError of any other cause stays a bug."""
+    import argparse
+
+    from engine.cli import main as cli
+
+    def command(error):
+        parser = argparse.ArgumentParser()
+        parser.set_defaults(func=lambda args: (_ for _ in ()).throw(error()))
+        return parser
+
+    def interrupted_numba_call():
+        return _with_cause(SystemError("CPUDispatcher(<function transpose_pairs>) returned a result with an "
+                                       "exception set"), KeyboardInterrupt())
+
+    monkeypatch.setattr(cli, "build_parser", lambda: command(interrupted_numba_call))
+    assert cli.main([]) == 130
+    assert "Interrupted" in capsys.readouterr().err
+    monkeypatch.setattr(cli, "build_parser", lambda: command(lambda: SystemError("a real bug")))
+    with pytest.raises(SystemError, match="a real bug"):
+        cli.main([])
+
+
+def _with_cause(error: BaseException, cause: BaseException) -> BaseException:
+    error.__cause__ = cause
+    return error
+
+
 def test_a_deeply_nested_colliders_file_reaches_the_guard_as_one_sentence(tmp_path):
     """RecursionError from a file no check reads first: the guard's sentence, not a traceback."""
     preset = tmp_path / "p.toml"
