@@ -50,6 +50,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import MochiError
+from .settings_schema import FIELD, choice, setting, settings_dataclass
 
 FIELD_KINDS = ("uniform", "rotating", "vortex", "sampled", "force", "wind", "turbulence")
 KIND_VORTEX = 2
@@ -59,16 +60,17 @@ KIND_WIND = 5
 KIND_TURBULENCE = 6
 #: Kinds evaluated per particle from a row of the table that holds a centre (shifted to local origins).
 CENTRED_KINDS = {"vortex": KIND_VORTEX, "force": KIND_FORCE, "wind": KIND_WIND, "turbulence": KIND_TURBULENCE}
-SHAPES = ("point", "plane")
-Z_DIRECTIONS = {"both": 0, "positive": 1, "negative": -1}
-VORTEX_PROFILES = ("rankine", "blender_point", "blender_plane")
-#: Turbulence seeds are stored in a float32 table entry, exact below 2^24.
-SEED_LIMIT = 1 << 24
+SHAPES = choice("shape").choice_keys()
+#: A field's side of its plane, as the kernels' code for it (the keys are the schema's).
+Z_DIRECTIONS = dict(zip(choice("z_direction").choice_keys(), (0, 1, -1), strict=True))
+VORTEX_PROFILES = choice("profile").choice_keys()
+#: Turbulence seeds are stored in a float32 table entry, exact below 2^24 (the schema's bound).
+SEED_LIMIT = int(setting("seed").highest) + 1
 TABLE_WIDTH = 16
 
 
 @dataclass(frozen=True, eq=False)
-class ForceField:
+class _ForceField:
     """One acceleration field (units and Blender's formulas in the module docstring).
 
     Attributes:
@@ -101,33 +103,25 @@ class ForceField:
             × axis, which spins grains up to the angular rate ω in about a second and keeps them on circles).
         size: turbulence: noise feature size [m] (Blender's *Size*; ≤ 0 means 1).
         seed: turbulence: noise seed, 0 ≤ seed < 2^24.
+
+    The numbers and choices (rate, strength, core_radius, falloff_power, min/max_distance, flow, size,
+    seed, shape, z_direction, profile) are engine.settings_schema's field settings: their defaults and
+    bounds are there, their meaning for each kind here.
     """
 
     kind: str
     vector: tuple[float, float, float] = (0.0, 0.0, 0.0)
     axis: tuple[float, float, float] = (0.0, 1.0, 0.0)
-    rate: float = 0.0
     center: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    strength: float = 1.0
-    core_radius: float = 0.1
     path: str = ""
     lo: tuple[float, float, float] = (0.0, 0.0, 0.0)
     hi: tuple[float, float, float] = (1.0, 1.0, 1.0)
-    falloff_power: float = 0.0
-    min_distance: float = 0.0
-    max_distance: float = 0.0
-    shape: str = "point"
-    z_direction: str = "both"
-    flow: float = 0.0
-    profile: str = "rankine"
-    size: float = 1.0
-    seed: int = 0
 
     def to_json(self) -> dict:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
 
     @staticmethod
-    def from_json(data: dict) -> "ForceField":
+    def from_json(data: dict) -> ForceField:
         return ForceField(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in data.items()})
 
     def load_grid(self) -> np.ndarray:
@@ -149,6 +143,9 @@ class ForceField:
         if not np.all(np.isfinite(grid)):
             raise MochiError(f"The sampled force field '{path}' contains NaN or infinite values.")
         return np.ascontiguousarray(grid, dtype=np.float32)
+
+
+ForceField = settings_dataclass("ForceField", _ForceField, FIELD, eq=False)
 
 
 def rotate(vector, axis, angle: float) -> np.ndarray:

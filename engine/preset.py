@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from .errors import MochiError
-from .fields import FIELD_KINDS, SEED_LIMIT, SHAPES, VORTEX_PROFILES, Z_DIRECTIONS
+from .fields import FIELD_KINDS
 from .model import SIDES
 from .preset_colliders import ColliderSpec, parse_colliders
-from .settings_schema import (AUTO, GRAIN, INTEGER_LIMIT, NUMBER_LIMIT, SOURCE, TIME, WALL, attribute, choices_for,
-                              model_keys, read_model, read_surface, settings_dataclass, settings_for)
+from .settings_schema import (AUTO, FIELD, GRAIN, INTEGER_LIMIT, NUMBER_LIMIT, SOURCE, TIME, WALL, attribute,
+                              choices_for, model_keys, read_model, read_surface, settings_dataclass, settings_for)
 from .settings_schema import short_repr as _short
 
 
@@ -186,9 +186,8 @@ class _Checker:
 TOP_KEYS = {"scene", "time", "contact", "domain", "gravity", "materials", "fields", "emitters", "colliders"}
 MATERIAL_KEYS = {"name", *(attribute(s, GRAIN) for s in settings_for(GRAIN))}
 DOMAIN_KEYS = {"lo", "hi", "open", *(attribute(s, WALL) for s in settings_for(WALL))}
-FIELD_KEYS = {"type", "vector", "axis", "rate", "center", "strength", "core_radius", "path", "lo", "hi",
-              "falloff_power", "min_distance", "max_distance", "shape", "z_direction", "flow", "profile", "size",
-              "seed"}
+FIELD_KEYS = {"type", "vector", "axis", "center", "path", "lo", "hi", *(s.key for s in settings_for(FIELD)),
+              *(m.toml_key for m in choices_for(FIELD))}
 EMITTER_KEYS = {"type", "count", "lo", "hi", "radius", "material", "velocity", "angular_velocity",
                 "object_id", "path", "shell", "fit", "center", "rotation", "copies", "seed", "pivot",
                 *(s.key for s in settings_for(SOURCE)), *(m.toml_key for m in choices_for(SOURCE))}
@@ -245,22 +244,11 @@ def parse_preset(data: dict, source: str) -> Preset:
         entry = {"kind": kind,
                  "vector": c.vector(f, where, "vector", (0.0, 0.0, 0.0)),
                  "axis": c.vector(f, where, "axis", (0.0, 1.0, 0.0)),
-                 "rate": c.number(f, where, "rate", 0.0),
                  "center": c.vector(f, where, "center", (0.0, 0.0, 0.0)),
-                 "strength": c.number(f, where, "strength", 1.0),
-                 "core_radius": c.number(f, where, "core_radius", 0.1, low=0, low_open=True),
                  "lo": c.vector(f, where, "lo", (0.0, 0.0, 0.0)),
                  "hi": c.vector(f, where, "hi", (1.0, 1.0, 1.0)),
                  "path": "",
-                 "falloff_power": c.number(f, where, "falloff_power", 0.0, low=0),
-                 "min_distance": c.number(f, where, "min_distance", 0.0, low=0),
-                 "max_distance": c.number(f, where, "max_distance", 0.0, low=0),
-                 "shape": c.string(f, where, "shape", "point", choices=SHAPES),
-                 "z_direction": c.string(f, where, "z_direction", "both", choices=tuple(Z_DIRECTIONS)),
-                 "flow": c.number(f, where, "flow", 0.0, low=0),
-                 "profile": c.string(f, where, "profile", "rankine", choices=VORTEX_PROFILES),
-                 "size": c.number(f, where, "size", 1.0, low=0, low_open=True),
-                 "seed": c.number(f, where, "seed", 0, low=0, high=SEED_LIMIT - 1, integer=True)}
+                 **c.surface(f, where, FIELD)}
         if kind == "sampled":
             path = c.string(f, where, "path", None)
             if path is None:

@@ -5,8 +5,8 @@
 
 from __future__ import annotations
 
-from .settings_schema import (COLLIDER, GRAIN, KINDS, MODEL_SETTINGS, SOURCE, TIME, WALL, ModelSetting, attribute,
-                              choices_for, label, settings_for, tooltip)
+from .settings_schema import (COLLIDER, FIELD, GRAIN, KINDS, MODEL_SETTINGS, SOURCE, TIME, WALL, ModelSetting,
+                              attribute, choices_for, label, settings_for, tooltip)
 
 
 def settings_markdown() -> str:
@@ -20,7 +20,10 @@ def settings_markdown() -> str:
              SOURCE: ("Particle source", "a preset's `[[emitters]]`, a look's top level, a source object"),
              TIME: ("Time stepping", "a preset's `[time]` (each left out or `auto`: the engine chooses; dt or "
                                      "substeps, not both), the scene's Mochi settings (the Time Step and Automatic "
-                                     "Stiffness switches); the default shown is Blender's for a value set by hand")}
+                                     "Stiffness switches); the default shown is Blender's for a value set by hand"),
+             FIELD: ("Force fields", "a preset's `[[fields]]` (besides `type`, `vector`, `axis`, `center`, `path`, "
+                                     "`lo`, `hi`), a field of the Mochi Fields panel (Rate, Strength, Core Radius; "
+                                     "a Blender force-field object's others are Blender's own)")}
     lines = ["# Material, surface and model settings", "",
              "Generated from `engine/settings_schema.py` by `python scripts/settings_doc.py`; do not edit.",
              "A preset, a look or a Blender object that leaves a setting out gets its default.", ""]
@@ -34,7 +37,8 @@ def settings_markdown() -> str:
                          f"{s.unit or '–'} | {f'`auto` ({s.default:g})' if s.automatic else f'{s.default:g}'} | "
                          f"{s.bounds_text()}{', whole' if s.integer else ''} | {tooltip(s, surface)} |")
         for m in choices_for(surface):
-            lines.append(f"| `{m.key}` | {m.label} | – | `{m.default}` | {_choices_text(m)} | {m.tooltip} |")
+            lines.append(f"| `{m.key}` | {m.label if m.blender else '–'} | – | `{m.default}` | {_choices_text(m)} | "
+                         f"{m.tooltip} |")
         lines.append("")
     lines += ["## The model", "",
               "Read from a preset's `[contact]`, `[time]` and `[scene]` tables and the scene's Mochi settings.", "",

@@ -1,18 +1,19 @@
-"""The material, surface, source, time and model settings, defined once: default, unit, bounds, words.
+"""The material, surface, source, time, field and model settings, defined once: default, unit, bounds, words.
 
 Every number that says what a grain, a wall or a collider surface is made of (density, restitution,
 friction, rolling resistance, stickiness, the Hertz moduli, a collider's thickness) is one ``Setting``
 in ``SURFACE_SETTINGS``; how a particle source is packed and held together (the small-radius ratio, its
 body, the glue's strength and stiffness) is one in ``SOURCE_SETTINGS`` (its body a choice in
 ``SOURCE_CHOICES``); how a scene steps through time (dt, substeps, stiffness, each chosen by the engine
-unless given) in ``TIME_SETTINGS``; the scene-wide model (contact law, friction, rotation, ...) is
+unless given) in ``TIME_SETTINGS``; a force field's numbers in ``FIELD_SETTINGS`` (its shape, side and
+vortex profile in ``FIELD_CHOICES``); the scene-wide model (contact law, friction, rotation, ...) is
 ``MODEL_SETTINGS``.
 Everything else is derived from those tuples:
 
 * the engine's dataclasses (``engine.model.Material`` and ``Domain``, ``engine.colliders.Collider``,
   ``engine.preset.Preset`` and ``EmitterSpec``, ``engine.preset_colliders.ColliderSpec``,
-  ``engine.looks.Look``) and the add-on's settings get one field per setting of their kind from
-  ``settings_dataclass``;
+  ``engine.looks.Look``, ``engine.fields.ForceField``) and the add-on's settings get one field per
+  setting of their kind from ``settings_dataclass``;
 * presets, looks and collider tables are read by ``read_surface`` (msgspec converts and checks the
   bounds; a failure becomes the one sentence every preset error is), and written from ``surface_values``;
 * the Blender properties (``addon.properties.schema``), the scene snapshot, the panels and the preset
@@ -24,130 +25,22 @@ Adding a material parameter is one ``Setting`` here plus the physics that reads 
 ``wall_`` (``Domain.wall_friction``, ``[domain] wall_friction``), and the Blender collider properties
 with ``collider_`` (``Object.mochi.collider_friction``), the only two spellings that differ.
 
-No bpy here, and no import of the rest of the engine (the model imports this module).
+No bpy here, and no import of the rest of the engine but ``engine.settings_types`` (the model imports
+this module).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
-from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 import msgspec
 
-#: The three kinds of surface a setting can describe.
-GRAIN, WALL, COLLIDER = "grain", "wall", "collider"
-SURFACES = (GRAIN, WALL, COLLIDER)
-#: A particle source's packing and body: not a surface, but spelled and derived the same way (a preset's
-#: ``[[emitters]]``, a look's top level, ``EmitterSpec``, the add-on's ``SourceSettings``, ``Object.mochi``).
-SOURCE = "source"
-#: The time stepping of a scene: a preset's ``[time]``, ``Preset``, the add-on's ``SimulationSettings``,
-#: ``Scene.mochi``.
-TIME = "time"
-#: The kinds an object carries (``Object.mochi``), and every kind a ``Setting`` names in its ``surfaces``.
-OBJECT_KINDS = (*SURFACES, SOURCE)
-KINDS = (*OBJECT_KINDS, TIME)
-#: How each kind's engine attributes and TOML keys are spelled: prefix + key.
-ENGINE_PREFIX = {GRAIN: "", WALL: "wall_", COLLIDER: "", SOURCE: "", TIME: ""}
-#: How each kind's Blender properties (``Object.mochi``, ``Scene.mochi``) are spelled: prefix + key.
-BLENDER_PREFIX = {GRAIN: "", WALL: "wall_", COLLIDER: "collider_", SOURCE: "", TIME: ""}
-#: What a preset writes for a setting the engine chooses (``Setting.automatic``).
-AUTO = "auto"
-#: Largest magnitude of any number in a preset: a value that parses (1e308) but would overflow the
-#: physics (mass, stiffness × overlap) in float32 or float64 is refused here, not met as a ZeroDivisionError.
-NUMBER_LIMIT = 1.0e15
-#: Integers are int32 in the engine (object ids, counts).
-INTEGER_LIMIT = 2**31 - 1
-
-
-@dataclass(frozen=True)
-class Setting:
-    """One user-facing number of a material, a surface or a source.
-
-    Attributes:
-        key: Engine attribute and TOML key on grains and colliders ('friction').
-        label: The artist's word for it in Blender ('Rolling', 'Stickiness').
-        default: Value when a preset, look or Blender object does not set it, in ``unit``.
-        unit: SI unit ('Pa', 'kg/m³', 'm'); '' for a dimensionless number.
-        tooltip: What it does (on a grain, where grains carry it), in sentences, its unit named (Blender
-            shows this).
-        surface_tooltip: The same for a wall or a collider, '{surface}' standing for 'the walls' or
-            'this surface'; '' to use ``tooltip``.
-        low: Smallest value allowed; ``low_open`` excludes it.
-        low_open: True when ``low`` itself is refused (restitution 0, density 0).
-        high: Largest value allowed, or None (then ``NUMBER_LIMIT``).
-        soft: Blender slider range (soft_min, soft_max).
-        ui_min: Blender's hard minimum where ``low`` is open (a property has no open bound).
-        surfaces: The kinds that carry it (a wall has no density; a collider's moduli are the walls').
-        hertz_only: Read only by the Hertz–Mindlin law (the panels grey it out under the linear one).
-        blender: Extra keyword arguments of the Blender property (subtype, unit, precision).
-        in_blender: False where Blender has no property for it (a bake from Blender uses the default).
-        integer: A whole number (an int in presets, an integer property in Blender).
-        automatic: The engine chooses it unless it is given: a preset leaves it out or writes 'auto' and
-            the engine attribute is None; ``default`` is then what Blender shows for a value set by hand.
-    """
-
-    key: str
-    label: str
-    default: float
-    unit: str
-    tooltip: str
-    surface_tooltip: str = ""
-    low: float = 0.0
-    low_open: bool = False
-    high: float | None = None
-    soft: tuple[float, float] = (0.0, 1.0)
-    ui_min: float | None = None
-    surfaces: tuple[str, ...] = SURFACES
-    hertz_only: bool = False
-    blender: dict = dataclasses.field(default_factory=dict)
-    in_blender: bool = True
-    integer: bool = False
-    automatic: bool = False
-
-    @property
-    def type(self) -> type:
-        """The engine attribute's type: float or int, or None where the engine chooses."""
-        number = int if self.integer else float
-        return number | None if self.automatic else number
-
-    @property
-    def highest(self) -> float:
-        """The largest value allowed (``high``, else the number limit of its type)."""
-        return self.high if self.high is not None else INTEGER_LIMIT if self.integer else NUMBER_LIMIT
-
-    def bounds_text(self) -> str:
-        """The allowed range in words: 'in (0, 1]', '≥ 0', '> 0 and ≤ 100000'."""
-        low = f"{'>' if self.low_open else '≥'} {self.low:g}"
-        if self.high is None:
-            return low
-        if self.low == 0.0 and self.high == 1.0:
-            return f"in {'(' if self.low_open else '['}0, 1]"
-        return f"{low} and ≤ {self.high:g}"
-
-    def allows(self, value: Any) -> bool:
-        """True for a finite number (not a bool; an int where ``integer``) within the bounds."""
-        if not is_number(value) or (self.integer and not isinstance(value, int)):
-            return False
-        above = value > self.low if self.low_open else value >= self.low
-        return above and value <= self.highest
-
-
-def is_number(value: Any) -> bool:
-    """True for an int or float (not a bool) that is finite as a float."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return False
-    try:
-        return math.isfinite(value)
-    except OverflowError:  # an int beyond float's range
-        return False
-
-
-def short_repr(value: Any) -> str:
-    """``repr(value)`` cut to 60 characters (a hostile value can be megabytes long)."""
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+# The kinds, limits and types live in engine.settings_types; they are names of this module too, where
+# every reader of the schema looks for them.
+from .settings_types import (AUTO, BLENDER_PREFIX, COLLIDER, ENGINE_PREFIX, FIELD, GRAIN,  # noqa: F401
+                             INTEGER_LIMIT, KINDS, NUMBER_LIMIT, OBJECT_KINDS, SOURCE, SURFACES, TIME, WALL, Choice,
+                             ModelSetting, Setting, is_number, short_repr)
 
 
 #: Every material and surface setting, in the order panels and tables show them.
@@ -233,15 +126,54 @@ TIME_SETTINGS: tuple[Setting, ...] = (
             low_open=True, soft=(1.0, 1.0e7), ui_min=1.0e-6, surfaces=(TIME,), automatic=True),
 )
 
+#: The numbers of a force field (engine.fields says how each kind uses them). Blender's panel fields carry
+#: the rate, strength and core radius; a Blender force-field object's falloff, flow, size and seed are
+#: Blender's own properties, translated by addon.force_fields.
+FIELD_SETTINGS: tuple[Setting, ...] = (
+    Setting("rate", "Rate", 0.0, "rad/s",
+            "Angular rate of a rotating field, per second (rad/s)",
+            low=None, soft=(-6.2831853, 6.2831853), surfaces=(FIELD,), blender_default=0.7853982,
+            blender={"subtype": "ANGLE", "unit": "ROTATION"}),
+    Setting("strength", "Strength", 1.0, "m/s²",
+            "How strong the field is: a vortex's largest swirling acceleration, reached at the core radius "
+            "(m/s²); a force, wind or turbulence field's acceleration (m/s²); a factor on a sampled field's "
+            "accelerations",
+            low=None, soft=(-100.0, 100.0), surfaces=(FIELD,)),
+    Setting("core_radius", "Core Radius", 0.1, "m",
+            "Radius of a vortex's solid-body core, in metres (m); the swirl falls off as 1/distance outside it",
+            low_open=True, soft=(0.001, 10.0), ui_min=1.0e-6, surfaces=(FIELD,),
+            blender={"subtype": "DISTANCE", "unit": "LENGTH"}),
+    Setting("falloff_power", "Falloff Power", 0.0, "",
+            "Blender's falloff Power: the strength falls as (1 + distance − min_distance)^−power",
+            surfaces=(FIELD,), in_blender=False),
+    Setting("min_distance", "Min Distance", 0.0, "m",
+            "Full strength closer than this distance in metres (m); 0: none", surfaces=(FIELD,), in_blender=False),
+    Setting("max_distance", "Max Distance", 0.0, "m",
+            "No effect farther than this distance in metres (m); 0: no limit", surfaces=(FIELD,), in_blender=False),
+    Setting("flow", "Flow", 0.0, "1/s",
+            "Blender's Flow, per second (1/s): the field also damps velocity, so a wind carries grains at "
+            "strength/flow metres per second instead of accelerating them without end",
+            surfaces=(FIELD,), in_blender=False),
+    Setting("size", "Size", 1.0, "m",
+            "Feature size of a turbulence field's noise, in metres (m)",
+            low_open=True, surfaces=(FIELD,), in_blender=False),
+    # Turbulence seeds are stored in a float32 table entry, exact below 2^24.
+    Setting("seed", "Seed", 0, "", "Seed of a turbulence field's noise",
+            high=float(2**24 - 1), surfaces=(FIELD,), integer=True, in_blender=False),
+)
+
 #: What '{surface}' reads as in a wall's and a collider's tooltip.
 _SURFACE_WORDS = {WALL: "the walls", COLLIDER: "this surface"}
 
 
 def settings_for(surface: str, *, blender_only: bool = False) -> tuple[Setting, ...]:
-    """The settings a kind ('grain', 'wall', 'collider' or 'source') carries, in panel order (those with a
-    Blender property, with ``blender_only``)."""
-    return tuple(s for s in (*SURFACE_SETTINGS, *SOURCE_SETTINGS, *TIME_SETTINGS)
-                 if surface in s.surfaces and (s.in_blender or not blender_only))
+    """The settings a kind ('grain', 'wall', 'collider', 'source', 'time' or 'field') carries, in panel
+    order (those with a Blender property, with ``blender_only``)."""
+    return tuple(s for s in _all_settings() if surface in s.surfaces and (s.in_blender or not blender_only))
+
+
+def _all_settings() -> tuple[Setting, ...]:
+    return (*SURFACE_SETTINGS, *SOURCE_SETTINGS, *TIME_SETTINGS, *FIELD_SETTINGS)
 
 
 def attribute(setting: Setting, surface: str) -> str:
@@ -267,13 +199,20 @@ def tooltip(setting: Setting, surface: str) -> str:
 
 
 def setting(key: str) -> Setting:
-    """The material, surface, source or time setting whose key is ``key`` ('small_ratio')."""
-    return next(s for s in (*SURFACE_SETTINGS, *SOURCE_SETTINGS, *TIME_SETTINGS) if s.key == key)
+    """The number setting whose key is ``key`` ('small_ratio'), of any kind."""
+    return next(s for s in _all_settings() if s.key == key)
 
 
-def choices_for(surface: str) -> tuple[ModelSetting, ...]:
-    """The choice settings a kind carries (a source's body; none on a surface)."""
-    return SOURCE_CHOICES if surface == SOURCE else ()
+def choices_for(surface: str, *, blender_only: bool = False) -> tuple[ModelSetting, ...]:
+    """The choice settings a kind carries (a source's body, a field's shape; none on a surface), those with
+    a Blender property with ``blender_only``."""
+    chosen = {SOURCE: SOURCE_CHOICES, FIELD: FIELD_CHOICES}.get(surface, ())
+    return tuple(m for m in chosen if m.blender is not None or not blender_only)
+
+
+def choice(key: str) -> ModelSetting:
+    """The choice setting of a source or a field whose key is ``key`` ('body', 'shape')."""
+    return next(m for m in (*SOURCE_CHOICES, *FIELD_CHOICES) if m.key == key)
 
 
 def surface_fields(surface: str, *, blender_only: bool = False) -> list[tuple[str, type, Any]]:
@@ -284,7 +223,7 @@ def surface_fields(surface: str, *, blender_only: bool = False) -> list[tuple[st
                 dataclasses.field(default=None if s.automatic else s.default, metadata={"setting": s}))
                for s in settings_for(surface, blender_only=blender_only)]
     return numbers + [(m.key, m.type, dataclasses.field(default=m.default, metadata={"setting": m}))
-                      for m in choices_for(surface)]
+                      for m in choices_for(surface, blender_only=blender_only)]
 
 
 def settings_dataclass(name: str, base: type, surface: str | tuple[str, ...] | None = None, *,
@@ -304,7 +243,8 @@ def settings_dataclass(name: str, base: type, surface: str | tuple[str, ...] | N
                   + (f" [{s.unit}]" if s.unit and f"({s.unit}" not in tooltip(s, kind) else "")
                   + (" (None: the engine chooses)." if s.automatic else f" (default {s.default:g}).")
                   for s in settings_for(kind, blender_only=blender_only)]
-        lines += [f"        {m.key}: {m.tooltip} (default {m.default!r})." for m in choices_for(kind)]
+        lines += [f"        {m.key}: {m.tooltip} (default {m.default!r})."
+                  for m in choices_for(kind, blender_only=blender_only)]
     if model is not None:
         chosen = model_settings(blender_only=model == "blender")
         fields += [(m.key, m.type, dataclasses.field(default=m.default, metadata={"setting": m})) for m in chosen]
@@ -323,7 +263,7 @@ def surface_values(source: Any, surface: str, *, blender_only: bool = False) -> 
     the add-on's settings); numbers as float, choices as their keys."""
     values: dict[str, Any] = {attribute(s, surface): as_value(s, getattr(source, attribute(s, surface)))
                               for s in settings_for(surface, blender_only=blender_only)}
-    return values | {m.key: getattr(source, m.key) for m in choices_for(surface)}
+    return values | {m.key: getattr(source, m.key) for m in choices_for(surface, blender_only=blender_only)}
 
 
 def as_value(setting: Setting, value: Any) -> Any:
@@ -336,8 +276,9 @@ def as_value(setting: Setting, value: Any) -> Any:
 
 def _constrained(setting: Setting):
     """The msgspec type that accepts exactly the values ``setting`` allows."""
-    bounds = {"gt" if setting.low_open else "ge": setting.low, "le": setting.highest}
-    return Annotated[int if setting.integer else float, msgspec.Meta(**bounds)]
+    number = int if setting.integer else float
+    bounds = {"gt" if setting.low_open else "ge": number(setting.lowest), "le": number(setting.highest)}
+    return Annotated[number, msgspec.Meta(**bounds)]
 
 
 def read_surface(table: dict, surface: str, fail) -> dict[str, Any]:
@@ -373,61 +314,13 @@ def read_surface(table: dict, surface: str, fail) -> dict[str, Any]:
                 kind = "an integer" if setting.integer else "a number"
                 fail(key, f"must be {kind}{f' or {AUTO!r}' if setting.automatic else ''}, not {short_repr(value)}")
             if value > setting.highest:
-                fail(key, f"must be ≤ {setting.highest:g}, not {short_repr(value)}")
-            fail(key, f"must be {'>' if setting.low_open else '≥'} {setting.low:g}, not {short_repr(value)}")
+                fail(key, f"must be ≤ {setting.number_text(setting.highest)}, not {short_repr(value)}")
+            fail(key, f"must be {'>' if setting.low_open else '≥'} {setting.number_text(setting.lowest)}, "
+                      f"not {short_repr(value)}")
     return values
 
 
 # --- the model's settings: contact law, friction, rotation, integrator, rebuild interval, seed ----------
-
-
-@dataclass(frozen=True)
-class Choice:
-    """One value of a choice setting: its engine/TOML key ('spring'), Blender label and tooltip."""
-
-    key: str
-    label: str
-    tooltip: str
-
-
-@dataclass(frozen=True)
-class ModelSetting:
-    """A setting that is a choice, a switch or a count: the scene-wide settings of the simulation model
-    (``MODEL_SETTINGS``), and a source's body (``SOURCE_CHOICES``, one per emitter, table 'emitters').
-
-    Attributes:
-        key: Attribute of ``engine.model.Physics``, ``engine.preset.Preset`` and the add-on's
-            ``SimulationSettings`` ('contact_normal'); a source's: of ``EmitterSpec``, ``Look`` and
-            ``SourceSettings``.
-        table: The preset table that holds it ('contact').
-        toml_key: Its key there ('normal').
-        blender: The ``Scene.mochi`` property ('contact_law'), or None where Blender has none (then the
-            add-on's settings do not carry it either: a Blender bake uses the default).
-        label: Blender's label.
-        default: bool, int or str (a choice's key).
-        tooltip: What it does (Blender's tooltip).
-        choices: The values of a choice (Blender's enum items: identifier the key in capitals).
-        low: Smallest value of a count.
-        soft: Blender slider range of a count.
-    """
-
-    key: str
-    table: str
-    toml_key: str
-    blender: str | None
-    label: str
-    default: bool | int | str
-    tooltip: str
-    choices: tuple[Choice, ...] = ()
-    low: int | None = None
-    soft: tuple[int, int] | None = None
-
-    @property
-    def type(self) -> type:
-        return type(self.default)
-
-    def choice_keys(self) -> tuple[str, ...]:
-        return tuple(c.key for c in self.choices)
 
 
 MODEL_SETTINGS: tuple[ModelSetting, ...] = (
@@ -479,6 +372,29 @@ SOURCE_CHOICES: tuple[ModelSetting, ...] = (
                   Choice("glued", "Glued", "Touching grains are glued by bonds that break under stress (Glue) and stay "
                          "broken: the object cracks or holds on impact"),
                   Choice("rigid", "Rigid", "All grains move as one rigid body that never deforms"))),
+)
+
+
+#: A force field's choices (engine.fields). None has a Mochi property in Blender: a panel field is Mochi's
+#: own vortex, and a Blender force-field object's shape and Z direction are Blender's.
+FIELD_CHOICES: tuple[ModelSetting, ...] = (
+    ModelSetting("shape", "fields", "shape", None, "Shape", "point",
+                 "What the falloff distance is measured from",
+                 (Choice("point", "Point", "The distance from the field's centre"),
+                  Choice("plane", "Plane", "The distance from the plane through the centre, normal to the axis (a "
+                         "vortex: from its axis)"))),
+    ModelSetting("z_direction", "fields", "z_direction", None, "Z Direction", "both",
+                 "The side of the field's plane it acts on",
+                 (Choice("both", "Both", "Both sides"), Choice("positive", "Positive", "The side the axis points to"),
+                  Choice("negative", "Negative", "The other side"))),
+    ModelSetting("profile", "fields", "profile", None, "Vortex Profile", "rankine",
+                 "How a vortex swirls",
+                 (Choice("rankine", "Rankine", "Mochi's: solid-body inside the core radius, falling off as 1/distance "
+                         "outside"),
+                  Choice("blender_point", "Blender Point", "Blender's point-shaped vortex: the swirl grows with the "
+                         "distance from the centre"),
+                  Choice("blender_plane", "Blender Plane", "Blender's plane-shaped vortex, its default: grains are "
+                         "spun up to the angular rate Strength about the axis, on circles"))),
 )
 
 

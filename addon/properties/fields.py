@@ -8,7 +8,10 @@ particles of 1 kg (see ``engine.fields``)."""
 from __future__ import annotations
 
 import bpy
-from bpy.props import EnumProperty, FloatProperty, FloatVectorProperty, StringProperty
+from bpy.props import EnumProperty, FloatVectorProperty, StringProperty
+
+from ...engine.settings_schema import FIELD
+from .schema import add_properties
 
 FIELD_KIND_ITEMS = (
     ("UNIFORM", "Uniform", "The same acceleration everywhere (m/s²), added to gravity"),
@@ -22,7 +25,10 @@ FIELD_KIND_ITEMS = (
 
 
 class MochiFieldSettings(bpy.types.PropertyGroup):
-    """One engine field of the scene (an item of Scene.mochi.fields)."""
+    """One engine field of the scene (an item of Scene.mochi.fields).
+
+    Its Rate, Strength and Core Radius are not written out here: ``add_properties`` adds them from the
+    engine.settings_schema field settings."""
 
     kind: EnumProperty(name="Type", description="Kind of field", items=FIELD_KIND_ITEMS, default="UNIFORM")
     vector: FloatVectorProperty(
@@ -32,18 +38,9 @@ class MochiFieldSettings(bpy.types.PropertyGroup):
     axis: FloatVectorProperty(
         name="Axis", description="Axis a rotating field turns about, or a vortex swirls about (right-handed; "
         "normalised)", subtype="XYZ", size=3, default=(0.0, 0.0, 1.0), soft_min=-1.0, soft_max=1.0)
-    rate: FloatProperty(
-        name="Rate", description="Angular rate of a rotating field, per second", subtype="ANGLE",
-        unit="ROTATION", default=0.7853982, soft_min=-6.2831853, soft_max=6.2831853)
     center: FloatVectorProperty(
         name="Center", description="A point on the vortex's axis, in metres", subtype="TRANSLATION",
         unit="LENGTH", size=3, default=(0.0, 0.0, 0.0))
-    strength: FloatProperty(
-        name="Strength", description="Vortex: the largest swirling acceleration, reached at the core radius, "
-        "in m/s². Sampled: a factor on the file's accelerations", default=1.0, soft_min=-100.0, soft_max=100.0)
-    core_radius: FloatProperty(
-        name="Core Radius", description="Radius of the vortex's solid-body core, in metres",
-        subtype="DISTANCE", unit="LENGTH", default=0.1, min=1.0e-6, soft_min=0.001, soft_max=10.0)
     filepath: StringProperty(
         name="File", description="The .npy file of a sampled field: shape (nx, ny, nz, 3), m/s², the nodes "
         "spanning Min..Max", subtype="FILE_PATH", default="")
@@ -55,4 +52,5 @@ class MochiFieldSettings(bpy.types.PropertyGroup):
         unit="LENGTH", size=3, default=(1.0, 1.0, 2.0))
 
 
+add_properties(MochiFieldSettings, (FIELD,))
 CLASSES = (MochiFieldSettings,)

@@ -21,9 +21,11 @@ def surface_property(setting: Setting, surface: str):
     """The Blender property of one material, surface, source or time number (an integer property for a
     whole number): its label, tooltip, default, bounds and slider range from the schema. An automatic
     setting's property holds the value used when it is set by hand (a switch beside it says whether)."""
-    low = setting.ui_min if setting.low_open else setting.low
-    options = dict(name=label(setting, surface), description=tooltip(setting, surface), default=setting.default,
-                   min=low, soft_min=setting.soft[0], soft_max=setting.soft[1], **setting.blender)
+    default = setting.default if setting.blender_default is None else setting.blender_default
+    options = dict(name=label(setting, surface), description=tooltip(setting, surface), default=default,
+                   soft_min=setting.soft[0], soft_max=setting.soft[1], **setting.blender)
+    if setting.low is not None:
+        options["min"] = setting.ui_min if setting.low_open else setting.low
     if setting.high is not None:
         options["max"] = setting.high
     return IntProperty(**options) if setting.integer else FloatProperty(**options)
@@ -46,11 +48,11 @@ def model_property(setting: ModelSetting):
 def add_properties(cls, kinds: tuple[str, ...]) -> None:
     """Give ``cls`` a property per setting of ``kinds`` that Blender carries: on ``Object.mochi``'s group
     the source's material and packing, the walls, the collider surface (``OBJECT_KINDS``); on
-    ``Scene.mochi``'s the time settings."""
+    ``Scene.mochi``'s the time settings; on a panel field's the field's."""
     for kind in kinds:
         for setting in settings_for(kind, blender_only=True):
             cls.__annotations__[blender_name(setting, kind)] = surface_property(setting, kind)
-        for choice in choices_for(kind):
+        for choice in choices_for(kind, blender_only=True):
             cls.__annotations__[choice.blender] = model_property(choice)
 
 
@@ -59,7 +61,8 @@ def blender_values(settings, kind: str) -> dict[str, Any]:
     numbers Blender carries as floats, choices as the engine's keys ('glued', not 'GLUED')."""
     values: dict[str, Any] = {attribute(s, kind): as_value(s, getattr(settings, blender_name(s, kind)))
                               for s in settings_for(kind, blender_only=True)}
-    return values | {m.key: from_blender(m, getattr(settings, m.blender)) for m in choices_for(kind)}
+    return values | {m.key: from_blender(m, getattr(settings, m.blender))
+                     for m in choices_for(kind, blender_only=True)}
 
 
 def set_surface(settings, kind: str, values: dict[str, Any]) -> None:
@@ -69,6 +72,6 @@ def set_surface(settings, kind: str, values: dict[str, Any]) -> None:
         key = attribute(setting, kind)
         if values.get(key) is not None:  # None: the engine chooses; the property keeps its hand-set value
             setattr(settings, blender_name(setting, kind), as_value(setting, values[key]))
-    for choice in choices_for(kind):
+    for choice in choices_for(kind, blender_only=True):
         if choice.key in values:
             setattr(settings, choice.blender, to_blender(choice, values[choice.key]))

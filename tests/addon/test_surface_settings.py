@@ -21,12 +21,14 @@ def _inside(setting) -> float:
     return value if value != setting.default else value * 0.5
 
 
-@pytest.mark.parametrize("surface", ["grain", "wall", "collider", "source", "time"])
+@pytest.mark.parametrize("surface", ["grain", "wall", "collider", "source", "time", "field"])
 def test_every_setting_is_a_blender_property_with_the_schema_words_and_bounds(mochi, surface):
     schema = _schema()
-    holder = bpy.types.Scene if surface == "time" else bpy.types.Object
+    holder = bpy.types.Scene if surface in ("time", "field") else bpy.types.Object
     properties = holder.bl_rna.properties["mochi"].fixed_type.properties
-    for choice in schema.choices_for(surface):
+    if surface == "field":  # an item of Scene.mochi.fields
+        properties = properties["fields"].fixed_type.properties
+    for choice in schema.choices_for(surface, blender_only=True):
         prop = properties[choice.blender]
         assert (prop.name, prop.description, prop.default) == (choice.label, choice.tooltip, choice.default.upper())
         assert [(i.identifier, i.name, i.description) for i in prop.enum_items] == \
@@ -38,8 +40,10 @@ def test_every_setting_is_a_blender_property_with_the_schema_words_and_bounds(mo
         assert prop.type == ("INT" if setting.integer else "FLOAT")
         assert prop.name == schema.label(setting, surface)
         assert prop.description == schema.tooltip(setting, surface)
-        assert prop.default == pytest.approx(setting.default, rel=1e-6)
-        assert prop.hard_min == pytest.approx(setting.ui_min if setting.low_open else setting.low, rel=1e-6)
+        default = setting.default if setting.blender_default is None else setting.blender_default
+        assert prop.default == pytest.approx(default, rel=1e-6)
+        if setting.low is not None:
+            assert prop.hard_min == pytest.approx(setting.ui_min if setting.low_open else setting.low, rel=1e-6)
         if setting.high is not None:
             assert prop.hard_max == pytest.approx(setting.high, rel=1e-6)
         assert (prop.soft_min, prop.soft_max) == pytest.approx(setting.soft, rel=1e-6)
