@@ -1,5 +1,5 @@
 // Grains against triangle-mesh colliders, one grain at a time: the contact forces (the double instances
-// of kernels/contact_law.cuh; friction models 'damper' and 'spring', the latter with the tangential
+// of kernels/contact_law.h; friction models 'damper' and 'spring', the latter with the tangential
 // springs kept per grain and contact slot) and the swept test of engine/colliders/kernels.py, line for
 // line, so that the GPU finds the same contacts, forces and springs as the CPU reference.
 // kernels/colliders.cu wraps these in CUDA kernels (one thread per slot);
@@ -10,7 +10,7 @@
 // --fmad=false: without fused multiply-adds every operation rounds as numpy/numba round it, so the same
 // inputs give the same bits on the CPU reference, on the host build and on the GPU.
 #pragma once
-#include "contact_law.cuh"
+#include "contact_law.h"
 #include "dem_params.h"
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
@@ -359,7 +359,7 @@ COLLIDER_HD double3 collider_resolve(const DemParams& P, const ColliderParams& C
             f = contact_force<double, ContactLaw::Full>(
                 nx, ny, nz, overlap, (double)v4.x - svx, (double)v4.y - svy, (double)v4.z - svz, m, C.stiffness,
                 C.beta[material], C.mu[material], spring != nullptr ? &xi : nullptr, C.dt, C.tangential_ratio,
-                &rotation, rotation.mu_r > 0.0 && rolling != nullptr ? &xi_r : nullptr, &arms);
+                rotation, rotation.mu_r > 0.0 && rolling != nullptr ? &xi_r : nullptr, arms);
             const double3 tau = contact_torque_i(arms, rotation);
             torque_sum.x += tau.x;
             torque_sum.y += tau.y;
@@ -367,7 +367,7 @@ COLLIDER_HD double3 collider_resolve(const DemParams& P, const ColliderParams& C
         } else {
             // As the CPU reference's _contact: +x where there is no distance (a NaN centre only).
             const bool has_normal = dist_used > 0.0;
-            f = contact_force<double, ContactLaw::Paper>(
+            f = contact_force_paper<double>(
                 has_normal ? nx : 1.0, has_normal ? ny : 0.0, has_normal ? nz : 0.0, reach - dist,
                 (double)v4.x - svx, (double)v4.y - svy, (double)v4.z - svz, m, C.stiffness, C.beta[material],
                 C.mu[material], spring != nullptr ? &xi : nullptr, C.dt, C.tangential_ratio);

@@ -90,7 +90,7 @@ __device__ __forceinline__ void dem_walls_rotating(const DemParams& P, int i, fl
         const float3 w = contact_force<float, ContactLaw::Full>(
             axis == 0 ? sign : 0.0f, axis == 1 ? sign : 0.0f, axis == 2 ? sign : 0.0f, (float)overlap, v.x, v.y, v.z,
             v.w, P.stiffness, P.wall_beta[material], P.wall_mu[material], wall_springs != nullptr ? &spring : nullptr,
-            *P.history_dt, P.tangential_ratio, &r, mu_r > 0.0f ? &rolling : nullptr, &arms);
+            *P.history_dt, P.tangential_ratio, r, mu_r > 0.0f ? &rolling : nullptr, arms);
         if (wall_springs != nullptr) wall_springs[side] = make_float4(spring.x, spring.y, spring.z, 0.0f);
         if (wall_rolling != nullptr) wall_rolling[side] = make_float4(rolling.x, rolling.y, rolling.z, 0.0f);
         f.x += w.x;
@@ -233,7 +233,7 @@ __device__ __forceinline__ void dem_integrate_slot(const DemParams& P, float ax,
         const float sign = low ? 1.0f : -1.0f;
         float3 spring = make_float3(0.0f, 0.0f, 0.0f);
         if (wall_springs != nullptr) spring = make_float3(wall_springs[side].x, wall_springs[side].y, wall_springs[side].z);
-        const float3 w = contact_force<float, ContactLaw::Paper>(
+        const float3 w = contact_force_paper<float>(
             axis == 0 ? sign : 0.0f, axis == 1 ? sign : 0.0f, axis == 2 ? sign : 0.0f, (float)overlap, v.x, v.y, v.z, m,
             P.stiffness, P.wall_beta[material], P.wall_mu[material], wall_springs != nullptr ? &spring : nullptr, P.dt,
             P.tangential_ratio);

@@ -1,8 +1,8 @@
 // Device functions shared by kernels/dem_common.cu, kernels/grid.cu and kernels/optix_dem.cu: the
-// pair test and the grain pairs' contact forces (the float32 instances of kernels/contact_law.cuh), the
+// pair test and the grain pairs' contact forces (the float32 instances of kernels/contact_law.h), the
 // field table of engine/fields.py, and the cell/hash/Morton helpers. Included, not compiled on its own.
 #pragma once
-#include "contact_law.cuh"
+#include "contact_law.h"
 #include "dem_params.h"
 
 #define DEM_INT_MAX 2147483647
@@ -92,7 +92,7 @@ __device__ __forceinline__ float3 dem_pair_force_rotating(const DemParams& P, co
     }
     return contact_force<float, ContactLaw::Full>(nx, ny, nz, (float)overlap, vi.x - vj.x, vi.y - vj.y, vi.z - vj.z,
                                                   m_eff, P.stiffness, P.beta[k], P.mu[k], spring, *P.history_dt,
-                                                  P.tangential_ratio, &r, r.mu_r > 0.0f ? rolling : nullptr, &arms);
+                                                  P.tangential_ratio, r, r.mu_r > 0.0f ? rolling : nullptr, arms);
 }
 
 // Force on particle i from touching particle j (p from dem_touch) under the paper's law (contact_force,
@@ -113,9 +113,8 @@ __device__ __forceinline__ float3 dem_pair_force(const DemParams& P, const DemPa
     const int mi = (int)(info_i >> DEM_INFO_MATERIAL_SHIFT), mj = (int)(info_j >> DEM_INFO_MATERIAL_SHIFT);
     const int k = mi * P.material_count + mj;
     const float m_eff = vi.w * vj.w / (vi.w + vj.w);
-    return contact_force<float, ContactLaw::Paper>(nx, ny, nz, (float)(p.reach - dist), vi.x - vj.x, vi.y - vj.y,
-                                                   vi.z - vj.z, m_eff, P.stiffness, P.beta[k], P.mu[k], spring, P.dt,
-                                                   P.tangential_ratio);
+    return contact_force_paper<float>(nx, ny, nz, (float)(p.reach - dist), vi.x - vj.x, vi.y - vj.y, vi.z - vj.z,
+                                      m_eff, P.stiffness, P.beta[k], P.mu[k], spring, P.dt, P.tangential_ratio);
 }
 
 // The particle of a touching pair that owns it: the smaller sphere, the smaller model index on ties
