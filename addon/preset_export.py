@@ -17,7 +17,6 @@ from ..engine.settings_schema import AUTO, COLLIDER, GRAIN, SOURCE, WALL, model_
 from .settings import BakeSettings
 
 
-
 def _vector(values) -> list[float]:
     return [float(v) for v in values]
 

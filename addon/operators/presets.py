@@ -170,7 +170,10 @@ def apply_preset(preset, scene: bpy.types.Scene, active: bpy.types.Object | None
         material = preset.materials[0]
         set_surface(active.mochi, GRAIN, {key: value for key, value in material.items() if key != "name"})
         if preset.emitters:
-            set_surface(active.mochi, SOURCE, surface_values(preset.emitters[0], SOURCE))
+            source = surface_values(preset.emitters[0], SOURCE)
+            if preset.emitters[0].kind != "mesh":  # a box or a PLY packs no mesh: its small ratio means nothing
+                source.pop("small_ratio")
+            set_surface(active.mochi, SOURCE, source)
     notes = []
     if preset.friction_cap != "clipped":
         # A peer's cap is for comparisons with that peer, not in the panel: say so rather than drop it silently.

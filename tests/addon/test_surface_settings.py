@@ -7,7 +7,7 @@ from __future__ import annotations
 import bpy
 import pytest
 
-from .conftest import mochi_module
+from .conftest import REPO, mochi_module
 
 
 def _schema():
@@ -142,6 +142,10 @@ def test_a_sources_packing_and_body_reach_the_bake_and_the_preset_and_come_back(
     sources[0].mochi.body = "LOOSE"
     presets.apply_preset(mochi_module("engine.preset").load_preset(saved), small_scene, sources[0])
     assert mochi_module("addon.properties.schema").blender_values(sources[0].mochi, "source") == chosen
+    # A preset whose first emitter is a box packs no mesh: the source keeps its small ratio, takes the body.
+    presets.apply_preset(mochi_module("engine.preset").load_preset(REPO / "presets" / "sand_pile.toml"),
+                         small_scene, sources[0])
+    assert (sources[0].mochi.small_ratio, sources[0].mochi.body) == (chosen["small_ratio"], "LOOSE")
 
 
 def test_the_time_settings_set_by_hand_reach_the_bake_and_the_preset_and_come_back(small_scene, tmp_path):
