@@ -1,13 +1,16 @@
-"""Backend registry: ``make_backend('cpu' | 'cuda' | 'optix' | 'auto', model)``.
+"""Backend registry: ``make_backend('cpu' | 'cuda' | 'optix' | 'rt' | 'auto', model)``.
 
-GPU backends are imported only when asked for, so this package imports without CuPy or optix.
+GPU backends are imported only when asked for, so this package imports without CuPy, optix or slangpy.
+'auto' never starts 'rt' (engine.backends.select): issue 28 lets it pick rt only on a device with
+hardware ray tracing once a self-check has passed there, never on a software device such as lavapipe,
+and that check does not exist yet.
 """
 
 from __future__ import annotations
 
 from ..errors import MochiError
 
-BACKEND_NAMES = ("auto", "cpu", "cuda", "optix")
+BACKEND_NAMES = ("auto", "cpu", "cuda", "optix", "rt")
 #: What 'auto' tries next when a GPU backend cannot start.
 FALLBACK = {"optix": "cuda", "cuda": "cpu"}
 
@@ -25,11 +28,16 @@ def _start(name: str, model):
             from .cuda_grid import BackendCudaGrid
 
             return BackendCudaGrid(m)
-    else:
+    elif name == "optix":
         def factory(m):
             from .optix_rt import BackendOptix
 
             return BackendOptix(m)
+    else:
+        def factory(m):
+            from .rt_backend import BackendRt
+
+            return BackendRt(m)
     return start_gpu_backend(name, factory, model)
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from ..backends import BACKEND_NAMES
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("bench", help="time the simulation of a preset",
@@ -14,7 +16,7 @@ def register(subparsers) -> None:
     p.add_argument("--steps", type=int, default=100, help="timed steps (default 100)")
     p.add_argument("--warmup", type=int, default=3, help="untimed steps first, state restored (default 3)")
     p.add_argument("--state", help="PLY (x y z radius, optional vx vy vz) replacing the preset's particles")
-    p.add_argument("--backend", default="cpu", choices=("auto", "cpu", "cuda", "optix"))
+    p.add_argument("--backend", default="cpu", choices=BACKEND_NAMES)
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     p.set_defaults(func=run)
 

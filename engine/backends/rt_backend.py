@@ -1,0 +1,274 @@
+"""The rt backend: the Mochi paper's model stepped through portable ray tracing (slangpy).
+
+Issue 28's first slice. Every step, in three timed phases:
+
+1. build: the grains' current centres go to the ray-traced search (engine.backends.rt_detect), whose
+   acceleration structure is rebuilt at the first step after ``set_state`` and every
+   ``physics.rebuild_interval`` steps, and refitted otherwise (the OptiX backend's policy);
+2. detect: a zero-length ray from every centre finds the touching pairs (4r boxes, owner rule), which
+   become one row of partners per grain, both directions, sorted; ``rt_step_forces``
+   (kernels/rt_dem_step.slang) gathers each grain's contact forces over its own row, in the row's
+   order, with the contact law of kernels/contact_law.h, then adds the box walls;
+3. update: ``rt_step_integrate``: semi-implicit Euler under gravity, open-side exits, NaN and speed checks.
+
+Deterministic: every force sum is taken by one thread in a fixed order and the pairs are sorted, so the
+same state gives the same bits on a rerun and on a resume (no float atomics; the checks use integer
+min/max only). The search runs a hair wider than touching (``PAIR_MARGIN``) and the force kernel decides
+touching itself, in the backend's own float32 frame: which pairs act never depends on the search's frame
+or on when its structure was last rebuilt.
+
+What it steps is the paper's model only (engine.backends.rt_support refuses the rest in one sentence).
+
+Host round trips (this slice): positions and velocities live on the device between steps, but each step
+reads the positions back for the search's refit (rt_detect takes host centres), and the pair list comes
+back to the host to be turned into rows and uploaded again; the speed and NaN checks are read each step.
+A later slice can refit from the device buffer and build the rows on the device.
+
+slangpy is imported only when the backend is built (through ``open_rt_device``).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .base import Backend, StepTimings
+from .gpu_failure import gpu_failure_sentence
+from .gpu_toolchain import GpuUnavailable
+from .prepared_physics import prepare_physics
+from .rt_detect import RayTracedPairs
+from .rt_device import RtDevice, open_rt_device
+from .rt_support import check_rt_model
+from ..contact_law import TANGENTIAL_STIFFNESS_RATIO
+from ..errors import MochiError, SimulationDiverged
+from ..local_origin import local_to_world, round_to_world, world_to_local
+from ..model import Model
+from ..neighbors.base import sorted_pairs, touching
+from ..state import State
+
+KERNEL_SOURCE = "rt_dem_step.slang"
+#: Reach the search adds [m per m of the largest diameter], so that its float32 test in its own frame
+#: never drops a pair the force kernel's float32 test in the backend's frame counts as touching.
+PAIR_MARGIN = 1e-5
+#: ``g_diag`` before a step: no NaN, nothing too fast, largest speed² 0.
+NO_STEP = 0xFFFFFFFF
+
+
+def pair_rows(i: np.ndarray, j: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every grain's partners, from pairs listed once each.
+
+    Args:
+        i, j: Grain indices of each pair, int, shape (pairs,).
+        count: Grains.
+
+    Returns:
+        (row_start uint32 (count + 1,), partner uint32 (2·pairs,)): grain g's partners are
+        ``partner[row_start[g]:row_start[g + 1]]``, ascending.
+    """
+    rows = np.concatenate([i, j]).astype(np.int64)
+    partners = np.concatenate([j, i]).astype(np.int64)
+    order = np.lexsort((partners, rows))
+    row_start = np.zeros(count + 1, np.uint32)
+    np.cumsum(np.bincount(rows, minlength=count), out=row_start[1:])
+    return row_start, partners[order].astype(np.uint32)
+
+
+class BackendRt(Backend):
+    """The paper's model on any device with ray tracing (see the module docstring).
+
+    Args:
+        model: The static model (refused in one sentence unless it is the paper's model).
+        device: An open ``RtDevice``, a kind ('vulkan', 'd3d12', 'metal', 'cuda'), or None for the first
+            device with ray tracing.
+    """
+
+    name = "rt"
+    deterministic = True
+
+    def __init__(self, model: Model, *, device: str | RtDevice | None = None):
+        super().__init__(model)
+        check_rt_model(model)  # before any device work
+        self.rt = device if isinstance(device, RtDevice) else open_rt_device(device)
+        self._spy = __import__("slangpy")
+        self.search = RayTracedPairs(self.rt)
+        device = self.rt.device
+        self._forces, self._integrate = (device.create_compute_kernel(device.load_program(KERNEL_SOURCE, [entry]))
+                                         for entry in ("rt_step_forces", "rt_step_integrate"))
+        physics = model.physics
+        prepared = prepare_physics(physics)
+        self.origin, self.lo, self.hi = prepared.origin, prepared.lo, prepared.hi
+        self.count = model.particle_count
+        self.radius = model.radius.astype(np.float64)
+        # The search's frame is ours shifted by whole metres (rt_detect): its float32 centres differ from ours
+        # by a few float32 steps at the largest coordinate there, covered 16 times, plus the relative margin.
+        reach = float(np.max(np.abs(np.concatenate([self.lo, self.hi])))) + 2.0 * float(self.radius.max()) + 1.0
+        self.pair_skin = PAIR_MARGIN * 2.0 * float(self.radius.max()) + 16.0 * float(np.spacing(np.float32(reach)))
+        table = {
+            "g_pair_law": np.stack([prepared.beta, prepared.mu], axis=-1).reshape(-1, 2),
+            "g_wall_law": np.stack([prepared.wall_beta, prepared.wall_mu], axis=-1)}
+        self._tables = {name: self._buffer(values.astype(np.float32)) for name, values in table.items()}
+        self._material = self._buffer(model.material_index.astype(np.uint32))
+        self._diag = self._buffer(np.zeros(3, np.uint32), write=True)
+        self._force = self._buffer(np.zeros((self.count, 4), np.float32), write=True)
+        self._row_start = self._buffer(np.zeros(self.count + 1, np.uint32))
+        self._partner_capacity = 0
+        self._partner = None
+        self._uniforms = {
+            "g_count": self.count, "g_material_count": len(physics.materials),
+            "g_wall_mask": int(sum(int(bit) << side for side, bit in enumerate(prepared.wall_mask))),
+            "g_lo": self._spy.float3(*(float(x) for x in self.lo)),
+            "g_hi": self._spy.float3(*(float(x) for x in self.hi)),
+            "g_stiffness": float(physics.stiffness), "g_dt": float(physics.dt),
+            "g_tangential_ratio": float(TANGENTIAL_STIFFNESS_RATIO),
+            "g_speed_limit2": float(physics.speed_limit) ** 2}
+        self._pos = self._vel = self._active = None
+        self.step_index = 0
+        self.needs_rebuild = True
+        self.steps_since_rebuild = 0
+
+    # --- device buffers ---------------------------------------------------------------------------
+    def _buffer(self, data: np.ndarray, *, write: bool = False):
+        usage = self._spy.BufferUsage
+        flags = usage.shader_resource | usage.unordered_access if write else usage.shader_resource
+        return self.rt.device.create_buffer(usage=flags, data=np.ascontiguousarray(data))
+
+    def _rows(self, buffer) -> np.ndarray:
+        """A per-grain float4 buffer's rows, float32 (n, 4) (a copy)."""
+        return buffer.to_numpy().view(np.float32)[: 4 * self.count].reshape(self.count, 4).copy()
+
+    def describe_device(self) -> str:
+        software = " — a CPU implementation: exact, not fast" if self.rt.is_software else ""
+        return f"rt (slangpy {self._spy.__version__}, {self.rt.describe()}{software})"
+
+    # --- state ------------------------------------------------------------------------------------
+    def set_state(self, state: State) -> None:
+        m = self.model
+        pos = np.empty((self.count, 4), np.float32)
+        pos[:, :3] = world_to_local(state.positions, self.origin)
+        pos[:, 3] = m.radius
+        vel = np.empty((self.count, 4), np.float32)
+        vel[:, :3] = state.velocities
+        vel[:, 3] = m.mass
+        self._pos = self._buffer(pos, write=True)
+        self._vel = self._buffer(vel, write=True)
+        self._active = self._buffer(np.asarray(state.active).astype(np.uint32), write=True)
+        self.step_index = int(state.step)
+        self.needs_rebuild = True
+
+    def _local_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(local positions float32 (n, 3), velocities float32 (n, 3), active uint8 (n,)) from the device."""
+        active = self._active.to_numpy().view(np.uint32)[: self.count].astype(np.uint8)
+        return self._rows(self._pos)[:, :3].copy(), self._rows(self._vel)[:, :3].copy(), active
+
+    def get_state(self) -> State:
+        pos, vel, active = self._local_state()
+        return State(local_to_world(pos, self.origin), vel, active, self.step_index)
+
+    def begin_frame(self) -> None:
+        """Round local positions to what a cache frame holds (engine.local_origin): exact resume."""
+        if self._pos is not None and self.origin.any():
+            pos = self._rows(self._pos)
+            pos[:, :3] = round_to_world(pos[:, :3], self.origin)
+            self._pos.copy_from_numpy(pos)
+
+    # --- stepping ---------------------------------------------------------------------------------
+    def _find_pairs(self, centres: np.ndarray, rebuild: bool) -> tuple[np.ndarray, np.ndarray]:
+        """Pairs within touching reach plus ``pair_skin`` of ``centres`` (local, float32 (n, 3))."""
+        if rebuild:
+            self.search.build(centres.astype(np.float64), self.radius, skin=self.pair_skin)
+        else:
+            self.search.refit(centres.astype(np.float64))
+        return self.search.pairs()
+
+    def _upload_rows(self, i: np.ndarray, j: np.ndarray) -> None:
+        row_start, partner = pair_rows(i, j, self.count)
+        self._row_start.copy_from_numpy(row_start)
+        if partner.shape[0] > self._partner_capacity or self._partner is None:
+            self._partner_capacity = max(16, partner.shape[0] + partner.shape[0] // 4)
+            self._partner = self._buffer(np.zeros(self._partner_capacity, np.uint32))
+        if partner.shape[0]:
+            self._partner.copy_from_numpy(partner)
+
+    def _bindings(self, **extra) -> dict:
+        return {"g_pos": self._pos, "g_vel": self._vel, "g_active": self._active, "g_material": self._material,
+                "g_row_start": self._row_start, "g_partner": self._partner, "g_force": self._force,
+                "g_diag": self._diag, **self._tables, **self._uniforms, "g_step": self.step_index, **extra}
+
+    def _check(self) -> None:
+        """Raise ``SimulationDiverged`` after a step that produced NaN or runaway speed (CPU's sentences)."""
+        first_nan, first_fast, speed2_bits = (int(v) for v in self._diag.to_numpy().view(np.uint32)[:3])
+        physics = self.model.physics
+        # The words store step + 1 of the step taken (0 stays free), as the CPU backend counts.
+        if first_nan != NO_STEP:
+            step = first_nan
+            raise SimulationDiverged(
+                f"The simulation produced NaN at step {step} (t = {step * physics.dt:.6g} s); lower dt or the "
+                "stiffness.", step)
+        if first_fast != NO_STEP:
+            step = first_fast
+            speed = float(np.sqrt(np.uint32(speed2_bits).view(np.float32)))
+            raise SimulationDiverged(
+                f"Runaway energy at step {step} (t = {step * physics.dt:.6g} s): a particle moves at {speed:.3g} "
+                f"m/s, above the limit of {physics.speed_limit:.3g} m/s; lower dt or the stiffness.", step)
+
+    def step(self, count: int) -> StepTimings:
+        """Advance ``count`` steps (see the module docstring for the phases and their host round trips).
+
+        Raises:
+            SimulationDiverged: NaN or a speed above ``physics.speed_limit`` (checked every step).
+            GpuUnavailable: the device failed during a step (one sentence).
+        """
+        try:
+            return self._step(count)
+        except MochiError:  # SimulationDiverged, or a search that found inconsistent pairs: one sentence
+            raise
+        except Exception as exc:  # a lost device, out of memory: one sentence, frames kept
+            raise GpuUnavailable(gpu_failure_sentence(self.name, exc, doing="failed during a step")) from exc
+
+    def _step(self, count: int) -> StepTimings:
+        physics = self.model.physics
+        device = self.rt.device
+        timings = StepTimings()
+        for _ in range(count):
+            t0 = time.perf_counter()
+            rebuild = self.needs_rebuild or self.steps_since_rebuild >= physics.rebuild_interval
+            centres = self._rows(self._pos)[:, :3]
+            i, j = self._find_pairs(centres, rebuild)
+            if rebuild:
+                self.needs_rebuild = False
+                self.steps_since_rebuild = 0
+                timings.rebuilds += 1
+            t1 = time.perf_counter()
+            self._upload_rows(i, j)
+            self._forces.dispatch(thread_count=[self.count, 1, 1], vars=self._bindings())
+            device.wait_for_idle()
+            t2 = time.perf_counter()
+            accel = physics.gravity.at(self.step_index * physics.dt).astype(np.float32)
+            self._diag.copy_from_numpy(np.array([NO_STEP, NO_STEP, 0], np.uint32))
+            self._integrate.dispatch(thread_count=[self.count, 1, 1],
+                                     vars=self._bindings(g_accel=self._spy.float3(*(float(a) for a in accel))))
+            device.wait_for_idle()
+            self.step_index += 1
+            self.steps_since_rebuild += 1
+            self._check()
+            t3 = time.perf_counter()
+            timings.build_s += t1 - t0
+            timings.detect_s += t2 - t1
+            timings.update_s += t3 - t2
+            timings.steps += 1
+        return timings
+
+    def contact_pairs(self) -> np.ndarray:
+        """Touching pairs of the active grains (model indices), decided in float64 from the float32
+        centres as the CPU backend decides them: int32 (pairs, 2), i < j, sorted."""
+        pos, _, active = self._local_state()
+        index = np.flatnonzero(active)
+        if index.size < 2:
+            return np.zeros((0, 2), np.int32)
+        # A search of the active grains only: the next step rebuilds the structure over all of them.
+        self.search.build(pos[index].astype(np.float64), self.radius[index], skin=self.pair_skin)
+        self.needs_rebuild = True
+        i, j = self.search.pairs()
+        found = touching(pos[index], self.radius[index], np.stack([i, j], axis=1))
+        return sorted_pairs(index[found[:, 0]], index[found[:, 1]])

@@ -1,0 +1,66 @@
+"""What the rt backend steps today, and the one sentence that refuses everything else.
+
+The first slice of issue 28's rt backend steps the Mochi paper's model only: the linear (Hooke) normal
+law with Mochi's friction cap, history-free damper friction, grains that do not rotate, semi-implicit
+Euler, the box walls (open sides allowed), gravity (constant or rotating) and any number of materials.
+``check_rt_model`` is called by the backend's constructor, before any device is opened, so a scene the
+backend cannot bake is refused before any work, naming what is missing and what to use instead
+(issue 28: "whatever the CPU bakes, rt bakes, or it refuses before work naming what it lacks").
+"""
+
+from __future__ import annotations
+
+from .prepared_physics import prepare_physics
+from ..errors import MochiError
+from ..model import Model
+
+#: What every refusal ends with: the backends that have the feature.
+USE_CPU = "use --backend cpu"
+
+
+def _frictional(physics) -> bool:
+    """Whether any contact has friction (without it 'spring' and 'damper' are the same law)."""
+    return any(m.friction > 0 for m in physics.materials) or physics.domain.wall_friction > 0
+
+
+def rt_refusal(model: Model) -> str | None:
+    """The sentence refusing ``model`` on the rt backend, or None when the backend can step it.
+
+    Checked in this order: rotation, integrator, contact law, friction cap, friction model, cohesion,
+    force fields, mesh colliders, glue bonds and rigid bodies.
+    """
+    physics = model.physics
+    if physics.rotation:
+        return f"The rt backend does not yet step rotating grains; {USE_CPU}, or turn Rotating Grains off."
+    if physics.integrator != "euler":
+        return (f"The rt backend has only the semi-implicit Euler integrator, not '{physics.integrator}'; "
+                f"{USE_CPU}, or set the integrator to 'euler'.")
+    if physics.contact_normal != "hooke":
+        return (f"The rt backend has only the linear (Hooke) contact law, not '{physics.contact_normal}'; "
+                f"{USE_CPU}, or set [contact] normal = \"hooke\".")
+    if physics.friction_cap != "clipped":
+        return (f"The rt backend has only Mochi's friction cap, not '{physics.friction_cap}'; {USE_CPU}, or set "
+                "[contact] friction_cap = \"clipped\".")
+    if physics.friction_model != "damper" and _frictional(physics):
+        return (f"The rt backend does not yet keep tangential springs (friction model "
+                f"'{physics.friction_model}'); {USE_CPU}, or set the friction model to 'damper'.")
+    if prepare_physics(physics).cohesive:
+        return f"The rt backend does not yet have cohesion; {USE_CPU}, or set every cohesion to 0."
+    if physics.fields:
+        return f"The rt backend does not yet have force fields; {USE_CPU}, or remove the force fields."
+    if model.colliders is not None:
+        return f"The rt backend does not yet have mesh colliders; {USE_CPU}, or remove the colliders."
+    if (model.bonds is not None and model.bonds.count) or model.clumps is not None:
+        return f"The rt backend does not yet have glued or rigid bodies; {USE_CPU}, or make every body loose."
+    return None
+
+
+def check_rt_model(model: Model) -> None:
+    """Refuse, in one sentence, a model the rt backend cannot step (see ``rt_refusal``).
+
+    Raises:
+        MochiError: the first feature of ``model`` that the rt backend lacks.
+    """
+    sentence = rt_refusal(model)
+    if sentence is not None:
+        raise MochiError(sentence)
