@@ -41,11 +41,10 @@ STEPS = 100
 
 @pytest.fixture(scope="module")
 def rt_device():
-    pytest.importorskip("slangpy")
     from engine.backends.rt_device import open_rt_device
     try:
         return open_rt_device("vulkan")
-    except MochiError as exc:  # no Vulkan driver with ray tracing (Mesa < 24.1)
+    except MochiError as exc:  # no slangpy, or no Vulkan driver with ray tracing (Mesa < 24.1)
         pytest.skip(str(exc))
 
 
@@ -225,3 +224,16 @@ def test_auto_never_picks_rt():
     assert select.choose_backend_name(log=lambda line: None) != "rt"
     assert make_backend("auto", two_radius_box().model, log=lambda line: None).name != "rt"
     assert "rt" not in {name for name, _, _ in select.probe_backends()}
+
+
+def test_a_device_that_cannot_start_is_one_sentence(monkeypatch):
+    """No ray-tracing device (or no slangpy): make_backend('rt') says why in one sentence, before stepping."""
+    from engine.backends import rt_backend
+
+    def no_device(kind=None):
+        raise RuntimeError("vkCreateInstance failed\nsecond line")
+
+    monkeypatch.setattr(rt_backend, "open_rt_device", no_device)
+    with pytest.raises(MochiError) as info:
+        make_backend("rt", two_radius_box().model)
+    assert str(info.value) == "The rt backend could not start: RuntimeError: vkCreateInstance failed."
