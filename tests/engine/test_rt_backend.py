@@ -123,12 +123,36 @@ def test_a_rerun_gives_the_same_bits(rt_device):
     np.testing.assert_array_equal(first.velocities, second.velocities)
 
 
-def test_a_resume_gives_the_same_bits(rt_device):
-    """50 steps, get_state, a new backend from that state, 50 more: the 100 straight steps' bits."""
-    setup = two_radius_box()
-    straight = _run(_rt(setup.model, rt_device), setup.state, STEPS)
-    half = _run(_rt(setup.model, rt_device), setup.state, STEPS // 2)
-    resumed = _run(_rt(setup.model, rt_device), half, STEPS - STEPS // 2)
+def _far(setup, offset):
+    """The scene's model and state moved by ``offset`` [m] (the backend then keeps a local origin)."""
+    model = setup.model
+    domain = dataclasses.replace(model.physics.domain, lo=tuple(np.add(model.physics.domain.lo, offset)),
+                                 hi=tuple(np.add(model.physics.domain.hi, offset)))
+    model = dataclasses.replace(model, physics=dataclasses.replace(model.physics, domain=domain))
+    positions = (setup.state.positions.astype(np.float64) + offset).astype(np.float32)
+    return model, dataclasses.replace(setup.state, positions=positions)
+
+
+@pytest.mark.parametrize("offset", [(0.0, 0.0, 0.0), (1.0e4, -2.5e3, 7.0e3)], ids=["near", "far"])
+def test_a_resume_gives_the_same_bits(rt_device, offset):
+    """50 steps, get_state, a new backend from that state, 50 more: the 100 straight steps' bits. As in a
+    bake, a frame boundary (``begin_frame``) comes at step 0 and step 50 on both paths; far from the world
+    origin it rounds the local positions to what the frame holds."""
+    model, state = _far(two_radius_box(), np.array(offset))
+    straight = _rt(model, rt_device)
+    straight.set_state(state)
+    for _ in range(2):
+        straight.begin_frame()
+        straight.step(STEPS // 2)
+    straight = straight.get_state()
+    first, second = _rt(model, rt_device), _rt(model, rt_device)
+    first.set_state(state)
+    first.begin_frame()
+    first.step(STEPS // 2)
+    second.set_state(first.get_state())
+    second.begin_frame()
+    second.step(STEPS // 2)
+    resumed = second.get_state()
     assert resumed.step == straight.step == STEPS
     np.testing.assert_array_equal(resumed.positions, straight.positions)
     np.testing.assert_array_equal(resumed.velocities, straight.velocities)
