@@ -41,6 +41,14 @@ class StepTimings:
     steps: int = 0
     rebuilds: int = 0
 
+    def add_step(self, t0: float, t1: float, t2: float, t3: float) -> None:
+        """Count one step from four ``time.perf_counter()`` readings [s]: build t0→t1, detect t1→t2,
+        update t2→t3."""
+        self.build_s += t1 - t0
+        self.detect_s += t2 - t1
+        self.update_s += t3 - t2
+        self.steps += 1
+
     def add(self, other: "StepTimings") -> None:
         self.build_s += other.build_s
         self.detect_s += other.detect_s

@@ -495,10 +495,7 @@ class BackendCpu(FullLawSteps, Backend):
             if 4.0 * disp2 > nb.skin * nb.skin:
                 self.needs_build = True
             t3 = time.perf_counter()
-            timings.build_s += t1 - t0
-            timings.detect_s += t2 - t1
-            timings.update_s += t3 - t2
-            timings.steps += 1
+            timings.add_step(t0, t1, t2, t3)
         return timings
 
     def _step_fused(self, count: int) -> StepTimings:

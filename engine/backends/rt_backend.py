@@ -253,10 +253,7 @@ class BackendRt(Backend):
             self.steps_since_rebuild += 1
             self._check()
             t3 = time.perf_counter()
-            timings.build_s += t1 - t0
-            timings.detect_s += t2 - t1
-            timings.update_s += t3 - t2
-            timings.steps += 1
+            timings.add_step(t0, t1, t2, t3)
         return timings
 
     def contact_pairs(self) -> np.ndarray:

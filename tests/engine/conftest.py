@@ -33,6 +33,18 @@ def scene(positions, radius, *, velocities=None, gravity=(0.0, 0.0, 0.0), lo=(-1
                              rebuild_interval=rebuild_interval, rotation=rotation, integrator=integrator)
 
 
+@pytest.fixture(scope="session")
+def rt_device():
+    """The Vulkan ray-tracing device of the rt tests (one for the session), or a skip with the reason."""
+    from engine.backends.rt_device import open_rt_device
+    from engine.errors import MochiError
+
+    try:
+        return open_rt_device("vulkan")
+    except MochiError as exc:  # no slangpy, or no Vulkan driver with ray tracing (Mesa < 24.1)
+        pytest.skip(str(exc))
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)

@@ -39,15 +39,6 @@ VELOCITY_TOLERANCE = 2e-4  # [m/s]
 STEPS = 100
 
 
-@pytest.fixture(scope="module")
-def rt_device():
-    from engine.backends.rt_device import open_rt_device
-    try:
-        return open_rt_device("vulkan")
-    except MochiError as exc:  # no slangpy, or no Vulkan driver with ray tracing (Mesa < 24.1)
-        pytest.skip(str(exc))
-
-
 def two_radius_box(*, gravity=Gravity(vector=(0.0, -9.81, 0.0)), open_sides=(), seed=0, **physics):
     """343 grains of radius 10.5 mm and 7 mm, two materials, jittered on a 20 mm lattice in a 0.14 m box:
     many overlap at the start, those at the sides touch the walls; random velocities of ~0.3 m/s."""

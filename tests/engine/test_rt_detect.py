@@ -17,15 +17,6 @@ from tests.engine.conftest import brute_force_pairs
 rt_detect = pytest.importorskip("engine.backends.rt_detect")
 
 
-@pytest.fixture(scope="module")
-def rt_device():
-    from engine.backends.rt_device import open_rt_device
-    try:
-        return open_rt_device("vulkan")
-    except MochiError as exc:  # no slangpy, or no Vulkan driver with ray tracing (Mesa < 24.1)
-        pytest.skip(str(exc))
-
-
 @pytest.fixture(scope="module", params=rt_detect.ENTRIES)
 def search(request, rt_device):
     if not (rt_device.ray_query if request.param == "ray_query" else rt_device.pipeline):

@@ -42,13 +42,8 @@ DENSITY = 2500.0
 
 
 @pytest.fixture(scope="module")
-def law():
-    from engine.backends.rt_device import open_rt_device
-    try:
-        rt = open_rt_device("vulkan")
-    except MochiError as exc:  # no slangpy, or no Vulkan driver with ray tracing (Mesa < 24.1)
-        pytest.skip(str(exc))
-    return rt_law.RtContactLaw(rt)
+def law(rt_device):
+    return rt_law.RtContactLaw(rt_device)
 
 
 def _unit(rng, count):
