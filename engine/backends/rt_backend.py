@@ -1,28 +1,35 @@
 """The rt backend: the Mochi paper's model stepped through portable ray tracing (slangpy).
 
-Issue 28's first slice. Every step, in three timed phases:
+Issue 28's backend. Every step, in three timed phases:
 
 1. build: the grains' current centres go to the ray-traced search (engine.backends.rt_detect), whose
    acceleration structure is rebuilt at the first step after ``set_state`` and every
    ``physics.rebuild_interval`` steps, and refitted otherwise (the OptiX backend's policy);
 2. detect: a zero-length ray from every centre finds the touching pairs (4r boxes, owner rule), which
-   become one row of partners per grain, both directions, sorted; ``rt_step_forces``
-   (kernels/rt_dem_step.slang) gathers each grain's contact forces over its own row, in the row's
-   order, with the contact law of kernels/contact_law.h, then adds the box walls;
+   become one row of partners per grain, both directions, sorted; with friction model 'spring' each row
+   entry takes its tangential spring from the last step's rows (engine.backends.rt_springs);
+   ``rt_step_forces`` (kernels/rt_dem_step.slang) gathers each grain's contact forces over its own row, in
+   the row's order, with the contact law of kernels/contact_law.h, then adds the box walls, updating the
+   grain's own springs (per row entry and per wall side);
 3. update: ``rt_step_integrate``: semi-implicit Euler under gravity, open-side exits, NaN and speed checks.
 
 Deterministic: every force sum is taken by one thread in a fixed order and the pairs are sorted, so the
 same state gives the same bits on a rerun and on a resume (no float atomics; the checks use integer
 min/max only). The search runs a hair wider than touching (``PAIR_MARGIN``) and the force kernel decides
 touching itself, in the backend's own float32 frame: which pairs act never depends on the search's frame
-or on when its structure was last rebuilt.
+or on when its structure was last rebuilt. The springs follow the pairs by partner id, so they do not
+depend on it either; ``get_contact_history`` / ``set_contact_history`` carry them across a resume in the
+CPU backend's format (particle ids), bit for bit from rt to rt.
 
-What it steps is the paper's model only (engine.backends.rt_support refuses the rest in one sentence).
+What it steps is the paper's model, with either friction model ('damper', or 'spring': static friction);
+engine.backends.rt_support refuses the rest in one sentence.
 
 Host round trips (this slice): positions and velocities live on the device between steps, but each step
-reads the positions back for the search's refit (rt_detect takes host centres), and the pair list comes
-back to the host to be turned into rows and uploaded again; the speed and NaN checks are read each step.
-A later slice can refit from the device buffer and build the rows on the device.
+reads the positions back for the search's refit (rt_detect takes host centres), the pair list comes back
+to the host to be turned into rows and uploaded again, the pair springs are read back after the force
+kernel and uploaded again in the next step's rows (the wall springs stay on the device), and the speed
+and NaN checks are read each step. A later slice can refit from the device buffer and build the rows and
+carry the springs on the device.
 
 slangpy is imported only when the backend is built (through ``open_rt_device``).
 """
@@ -39,7 +46,9 @@ from .gpu_toolchain import GpuUnavailable
 from .prepared_physics import prepare_physics
 from .rt_detect import RayTracedPairs
 from .rt_device import RtDevice, open_rt_device
-from .rt_support import check_rt_model
+from .rt_springs import carry_springs, row_keys, springs_from_history, springs_to_history
+from .rt_support import check_rt_model, frictional
+from ..contact_history import ContactHistory
 from ..contact_law import TANGENTIAL_STIFFNESS_RATIO
 from ..errors import MochiError, SimulationDiverged
 from ..local_origin import local_to_world, round_to_world, world_to_local
@@ -75,7 +84,7 @@ def pair_rows(i: np.ndarray, j: np.ndarray, count: int) -> tuple[np.ndarray, np.
 
 
 class BackendRt(Backend):
-    """The paper's model on any device with ray tracing (see the module docstring).
+    """The paper's model, damper or spring friction, on any device with ray tracing (module docstring).
 
     Args:
         model: The static model (refused in one sentence unless it is the paper's model).
@@ -114,6 +123,14 @@ class BackendRt(Backend):
         self._row_start = self._buffer(np.zeros(self.count + 1, np.uint32))
         self._partner_capacity = 0
         self._partner = None
+        # Friction model 'spring' (engine.backends.rt_springs): one ξ per row entry, and per grain and wall
+        # side. Without friction both models give F_t = 0, and the CPU backend then keeps no springs either.
+        self.spring = physics.friction_model == "spring" and frictional(physics)
+        self._spring = None  # float4 per row entry, grown with the partner buffer
+        self._wall_spring = self._buffer(np.zeros((6 * self.count, 4), np.float32), write=True)
+        # The springs of the rows last stepped (or restored), on the host: keys int64 (P,), ξ float32 (P, 3).
+        self._keys = np.zeros(0, np.int64)
+        self._springs = np.zeros((0, 3), np.float32)
         self._uniforms = {
             "g_count": self.count, "g_material_count": len(physics.materials),
             "g_wall_mask": int(sum(int(bit) << side for side, bit in enumerate(prepared.wall_mask))),
@@ -121,7 +138,7 @@ class BackendRt(Backend):
             "g_hi": self._spy.float3(*(float(x) for x in self.hi)),
             "g_stiffness": float(physics.stiffness), "g_dt": float(physics.dt),
             "g_tangential_ratio": float(TANGENTIAL_STIFFNESS_RATIO),
-            "g_speed_limit2": float(physics.speed_limit) ** 2}
+            "g_speed_limit2": float(physics.speed_limit) ** 2, "g_spring_model": int(self.spring)}
         self._pos = self._vel = self._active = None
         self.step_index = 0
         self.needs_rebuild = True
@@ -155,6 +172,28 @@ class BackendRt(Backend):
         self._active = self._buffer(np.asarray(state.active).astype(np.uint32), write=True)
         self.step_index = int(state.step)
         self.needs_rebuild = True
+        # A state alone starts without springs (set_contact_history restores them).
+        self._keys = np.zeros(0, np.int64)
+        self._springs = np.zeros((0, 3), np.float32)
+        self._wall_spring.copy_from_numpy(np.zeros((6 * self.count, 4), np.float32))
+
+    def get_contact_history(self) -> ContactHistory | None:
+        """The tangential springs of the pairs and walls, in particle ids (engine.backends.rt_springs), for
+        a bit-exact resume; None for friction model 'damper', which keeps no history."""
+        if not self.spring:
+            return None
+        wall = self._wall_spring.to_numpy().view(np.float32)[: 24 * self.count].reshape(self.count, 6, 4)[:, :, :3]
+        return springs_to_history(self._keys, self._springs, wall, self.count)
+
+    def set_contact_history(self, history: ContactHistory) -> None:
+        """Restore the springs of any backend's ``get_contact_history`` (call after ``set_state``); exact
+        for an rt backend's history, float32-rounded for one from a float64 backend."""
+        if not self.spring:
+            return
+        self._keys, self._springs, wall = springs_from_history(ContactHistory.from_arrays(history), self.count)
+        rows = np.zeros((self.count, 6, 4), np.float32)
+        rows[:, :, :3] = wall
+        self._wall_spring.copy_from_numpy(rows.reshape(-1, 4))
 
     def _local_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(local positions float32 (n, 3), velocities float32 (n, 3), active uint8 (n,)) from the device."""
@@ -182,17 +221,34 @@ class BackendRt(Backend):
         return self.search.pairs()
 
     def _upload_rows(self, i: np.ndarray, j: np.ndarray) -> None:
+        """The step's partner rows to the device, with the springs carried over from the last rows."""
         row_start, partner = pair_rows(i, j, self.count)
         self._row_start.copy_from_numpy(row_start)
-        if partner.shape[0] > self._partner_capacity or self._partner is None:
-            self._partner_capacity = max(16, partner.shape[0] + partner.shape[0] // 4)
+        entries = partner.shape[0]
+        if entries > self._partner_capacity or self._partner is None:
+            self._partner_capacity = max(16, entries + entries // 4)
             self._partner = self._buffer(np.zeros(self._partner_capacity, np.uint32))
-        if partner.shape[0]:
+            self._spring = self._buffer(np.zeros((self._partner_capacity if self.spring else 1, 4), np.float32),
+                                        write=True)
+        if entries:
             self._partner.copy_from_numpy(partner)
+        if self.spring:
+            keys = row_keys(row_start, partner, self.count)
+            rows = np.zeros((self._partner_capacity, 4), np.float32)
+            rows[:entries, :3] = carry_springs(self._keys, self._springs, keys)
+            self._spring.copy_from_numpy(rows)
+            self._keys = keys
+
+    def _read_springs(self) -> None:
+        """The springs the force kernel left in the rows, to the host (carried at the next step's rows)."""
+        if self.spring:
+            entries = self._keys.shape[0]
+            self._springs = self._spring.to_numpy().view(np.float32)[: 4 * entries].reshape(entries, 4)[:, :3].copy()
 
     def _bindings(self, **extra) -> dict:
         return {"g_pos": self._pos, "g_vel": self._vel, "g_active": self._active, "g_material": self._material,
-                "g_row_start": self._row_start, "g_partner": self._partner, "g_force": self._force,
+                "g_row_start": self._row_start, "g_partner": self._partner, "g_spring": self._spring,
+                "g_wall_spring": self._wall_spring, "g_force": self._force,
                 "g_diag": self._diag, **self._tables, **self._uniforms, "g_step": self.step_index, **extra}
 
     def _check(self) -> None:
@@ -243,6 +299,7 @@ class BackendRt(Backend):
             self._upload_rows(i, j)
             self._forces.dispatch(thread_count=[self.count, 1, 1], vars=self._bindings())
             device.wait_for_idle()
+            self._read_springs()
             t2 = time.perf_counter()
             accel = physics.gravity.at(self.step_index * physics.dt).astype(np.float32)
             self._diag.copy_from_numpy(np.array([NO_STEP, NO_STEP, 0], np.uint32))

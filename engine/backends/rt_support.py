@@ -1,8 +1,9 @@
 """What the rt backend steps today, and the one sentence that refuses everything else.
 
-The first slice of issue 28's rt backend steps the Mochi paper's model only: the linear (Hooke) normal
-law with Mochi's friction cap, history-free damper friction, grains that do not rotate, semi-implicit
-Euler, the box walls (open sides allowed), gravity (constant or rotating) and any number of materials.
+Issue 28's rt backend steps the Mochi paper's model: the linear (Hooke) normal law with Mochi's friction
+cap, either friction model (history-free 'damper', or 'spring': tangential springs per contact and per
+wall side, static friction), grains that do not rotate, semi-implicit Euler, the box walls (open sides
+allowed), gravity (constant or rotating) and any number of materials.
 ``check_rt_model`` is called by the backend's constructor, before any device is opened, so a scene the
 backend cannot bake is refused before any work, naming what is missing and what to use instead
 (issue 28: "whatever the CPU bakes, rt bakes, or it refuses before work naming what it lacks").
@@ -18,7 +19,7 @@ from ..model import Model
 USE_CPU = "use --backend cpu"
 
 
-def _frictional(physics) -> bool:
+def frictional(physics) -> bool:
     """Whether any contact has friction (without it 'spring' and 'damper' are the same law)."""
     return any(m.friction > 0 for m in physics.materials) or physics.domain.wall_friction > 0
 
@@ -26,7 +27,7 @@ def _frictional(physics) -> bool:
 def rt_refusal(model: Model) -> str | None:
     """The sentence refusing ``model`` on the rt backend, or None when the backend can step it.
 
-    Checked in this order: rotation, integrator, contact law, friction cap, friction model, cohesion,
+    Checked in this order: rotation, integrator, contact law, friction cap, cohesion,
     force fields, mesh colliders, glue bonds and rigid bodies.
     """
     physics = model.physics
@@ -41,9 +42,6 @@ def rt_refusal(model: Model) -> str | None:
     if physics.friction_cap != "clipped":
         return (f"The rt backend has only Mochi's friction cap, not '{physics.friction_cap}'; {USE_CPU}, or set "
                 "[contact] friction_cap = \"clipped\".")
-    if physics.friction_model != "damper" and _frictional(physics):
-        return (f"The rt backend does not yet keep tangential springs (friction model "
-                f"'{physics.friction_model}'); {USE_CPU}, or set the friction model to 'damper'.")
     if prepare_physics(physics).cohesive:
         return f"The rt backend does not yet have cohesion; {USE_CPU}, or set every cohesion to 0."
     if physics.fields:
