@@ -264,6 +264,20 @@ def test_a_cpu_history_resumes_on_rt(rt_device):
     _assert_springs_close(rt.get_contact_history(), cpu.get_contact_history())
 
 
+def test_the_two_rows_of_a_pair_hold_opposite_springs_bit_for_bit(rt_device):
+    """Each thread updates only its own row's spring; the partner's stays the exact negation (what lets
+    the history store one spring per pair, engine/backends/rt_springs.py)."""
+    setup = two_radius_box(friction_model="spring")
+    backend = _rt(setup.model, rt_device)
+    _run(backend, setup.state, STEPS)
+    keys, springs, count = backend._keys, backend._springs, setup.model.particle_count
+    mirror = np.searchsorted(keys, (keys % count) * count + keys // count)
+    assert (keys[mirror] == (keys % count) * count + keys // count).all()  # both directions listed
+    live = np.any(springs != 0.0, axis=1)
+    assert live.sum() > 100
+    np.testing.assert_array_equal(springs[mirror], -springs)
+
+
 def test_a_resume_needs_the_springs(rt_device):
     """The resume above without set_contact_history ends far outside the tolerances (5e-4 m, 0.16 m/s
     measured): the springs carry state that the resume tests check."""
