@@ -10,8 +10,10 @@ Issue 28's backend. Every step, in three timed phases:
    entry takes its tangential spring from the last step's rows (engine.backends.rt_springs);
    ``rt_step_forces`` (kernels/rt_dem_step.slang) gathers each grain's contact forces over its own row, in
    the row's order, with the contact law of kernels/contact_law.h, then adds the box walls, updating the
-   grain's own springs (per row entry and per wall side);
-3. update: ``rt_step_integrate``: semi-implicit Euler under gravity, open-side exits, NaN and speed checks.
+   grain's own springs (per row entry and per wall side); with ``physics.rotation`` the law's full form,
+   and each grain's torque gathered the same way (its own side of each contact, then the walls);
+3. update: ``rt_step_integrate``: semi-implicit Euler under gravity (v, x, and with rotation ω and the
+   orientation quaternion, as the CPU backend's kick), open-side exits, NaN and speed checks.
 
 Deterministic: every force sum is taken by one thread in a fixed order and the pairs are sorted, so the
 same state gives the same bits on a rerun and on a resume (no float atomics; the checks use integer
@@ -21,8 +23,9 @@ or on when its structure was last rebuilt. The springs follow the pairs by partn
 depend on it either; ``get_contact_history`` / ``set_contact_history`` carry them across a resume in the
 CPU backend's format (particle ids), bit for bit from rt to rt.
 
-What it steps is the paper's model, with either friction model ('damper', or 'spring': static friction);
-engine.backends.rt_support refuses the rest in one sentence.
+What it steps is the paper's model, with either friction model ('damper', or 'spring': static friction),
+and rotating grains without rolling resistance or cohesion; engine.backends.rt_support refuses the rest
+in one sentence.
 
 Host round trips (this slice): positions and velocities live on the device between steps, but each step
 reads the positions back for the search's refit (rt_detect takes host centres), the pair list comes back
@@ -84,7 +87,8 @@ def pair_rows(i: np.ndarray, j: np.ndarray, count: int) -> tuple[np.ndarray, np.
 
 
 class BackendRt(Backend):
-    """The paper's model, damper or spring friction, on any device with ray tracing (module docstring).
+    """The paper's model, damper or spring friction, rotating grains, on any device with ray tracing (module
+    docstring).
 
     Args:
         model: The static model (refused in one sentence unless it is the paper's model).
@@ -120,6 +124,8 @@ class BackendRt(Backend):
         self._material = self._buffer(model.material_index.astype(np.uint32))
         self._diag = self._buffer(np.zeros(3, np.uint32), write=True)
         self._force = self._buffer(np.zeros((self.count, 4), np.float32), write=True)
+        self._torque = self._buffer(np.zeros((self.count, 4), np.float32), write=True)
+        self.rotation = bool(physics.rotation)
         self._row_start = self._buffer(np.zeros(self.count + 1, np.uint32))
         self._partner_capacity = 0
         self._partner = None
@@ -138,8 +144,9 @@ class BackendRt(Backend):
             "g_hi": self._spy.float3(*(float(x) for x in self.hi)),
             "g_stiffness": float(physics.stiffness), "g_dt": float(physics.dt),
             "g_tangential_ratio": float(TANGENTIAL_STIFFNESS_RATIO),
-            "g_speed_limit2": float(physics.speed_limit) ** 2, "g_spring_model": int(self.spring)}
-        self._pos = self._vel = self._active = None
+            "g_speed_limit2": float(physics.speed_limit) ** 2, "g_spring_model": int(self.spring),
+            "g_rotation": int(self.rotation)}
+        self._pos = self._vel = self._active = self._omega = self._quat = None
         self.step_index = 0
         self.needs_rebuild = True
         self.steps_since_rebuild = 0
@@ -170,6 +177,11 @@ class BackendRt(Backend):
         self._pos = self._buffer(pos, write=True)
         self._vel = self._buffer(vel, write=True)
         self._active = self._buffer(np.asarray(state.active).astype(np.uint32), write=True)
+        # ω and q are carried as they came without rotation (as the CPU backend carries them).
+        omega = np.zeros((self.count, 4), np.float32)
+        omega[:, :3] = state.angular_velocities
+        self._omega = self._buffer(omega, write=True)
+        self._quat = self._buffer(np.ascontiguousarray(state.orientations, np.float32), write=True)
         self.step_index = int(state.step)
         self.needs_rebuild = True
         # A state alone starts without springs (set_contact_history restores them).
@@ -202,7 +214,8 @@ class BackendRt(Backend):
 
     def get_state(self) -> State:
         pos, vel, active = self._local_state()
-        return State(local_to_world(pos, self.origin), vel, active, self.step_index)
+        return State(local_to_world(pos, self.origin), vel, active, self.step_index,
+                     angular_velocities=self._rows(self._omega)[:, :3].copy(), orientations=self._rows(self._quat))
 
     def begin_frame(self) -> None:
         """Round local positions to what a cache frame holds (engine.local_origin): exact resume."""
@@ -248,7 +261,8 @@ class BackendRt(Backend):
     def _bindings(self, **extra) -> dict:
         return {"g_pos": self._pos, "g_vel": self._vel, "g_active": self._active, "g_material": self._material,
                 "g_row_start": self._row_start, "g_partner": self._partner, "g_spring": self._spring,
-                "g_wall_spring": self._wall_spring, "g_force": self._force,
+                "g_wall_spring": self._wall_spring, "g_force": self._force, "g_omega": self._omega,
+                "g_quat": self._quat, "g_torque": self._torque,
                 "g_diag": self._diag, **self._tables, **self._uniforms, "g_step": self.step_index, **extra}
 
     def _check(self) -> None:

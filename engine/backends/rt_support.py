@@ -2,7 +2,8 @@
 
 Issue 28's rt backend steps the Mochi paper's model: the linear (Hooke) normal law with Mochi's friction
 cap, either friction model (history-free 'damper', or 'spring': tangential springs per contact and per
-wall side, static friction), grains that do not rotate, semi-implicit Euler, the box walls (open sides
+wall side, static friction), grains that rotate or not (the full law's friction torques; rolling
+resistance and cohesion refused), semi-implicit Euler, the box walls (open sides
 allowed), gravity (constant or rotating) and any number of materials.
 ``check_rt_model`` is called by the backend's constructor, before any device is opened, so a scene the
 backend cannot bake is refused before any work, naming what is missing and what to use instead
@@ -27,12 +28,15 @@ def frictional(physics) -> bool:
 def rt_refusal(model: Model) -> str | None:
     """The sentence refusing ``model`` on the rt backend, or None when the backend can step it.
 
-    Checked in this order: rotation, integrator, contact law, friction cap, cohesion,
+    Checked in this order: rolling resistance (rotating grains only: without rotation it has no effect,
+    on the CPU too), integrator, contact law, friction cap, cohesion,
     force fields, mesh colliders, glue bonds and rigid bodies.
     """
     physics = model.physics
-    if physics.rotation:
-        return f"The rt backend does not yet step rotating grains; {USE_CPU}, or turn Rotating Grains off."
+    prepared = prepare_physics(physics)
+    if prepared.rolling:
+        return (f"The rt backend does not yet have rolling resistance; {USE_CPU}, or set every rolling friction "
+                "to 0.")
     if physics.integrator != "euler":
         return (f"The rt backend has only the semi-implicit Euler integrator, not '{physics.integrator}'; "
                 f"{USE_CPU}, or set the integrator to 'euler'.")
@@ -42,7 +46,7 @@ def rt_refusal(model: Model) -> str | None:
     if physics.friction_cap != "clipped":
         return (f"The rt backend has only Mochi's friction cap, not '{physics.friction_cap}'; {USE_CPU}, or set "
                 "[contact] friction_cap = \"clipped\".")
-    if prepare_physics(physics).cohesive:
+    if prepared.cohesive:
         return f"The rt backend does not yet have cohesion; {USE_CPU}, or set every cohesion to 0."
     if physics.fields:
         return f"The rt backend does not yet have force fields; {USE_CPU}, or remove the force fields."

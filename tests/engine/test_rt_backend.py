@@ -347,7 +347,8 @@ def test_runaway_speed_stops_the_run_as_on_the_cpu(rt_device):
 
 
 REFUSED = {
-    "rotation": (dict(rotation=True), "rotating grains"),
+    "rolling": (dict(rotation=True, materials=(Material(name="a", rolling_friction=0.1), Material(name="b"))),
+                "rolling resistance"),
     "verlet": (dict(integrator="verlet"), "semi-implicit Euler"),
     "hertz": (dict(contact_normal="hertz"), "linear (Hooke)"),
     "friction cap": (dict(friction_cap="absolute"), "friction cap"),
@@ -377,6 +378,12 @@ def test_real_glued_and_rigid_bodies_are_refused():
     for kind in ("glued", "rigid"):
         setup = two_radius_box(bodies=(Body(object_id=0, kind=kind),))
         assert "glued or rigid bodies" in rt_refusal(setup.model)
+
+
+def test_rotation_without_rolling_or_cohesion_is_accepted():
+    assert rt_refusal(_changed(rotation=True)) is None
+    # Rolling friction acts through ω only: without rotation the CPU ignores it, and so may rt.
+    assert rt_refusal(_changed(materials=(Material(name="a", rolling_friction=0.1), Material(name="b")))) is None
 
 
 def test_spring_friction_without_friction_is_the_damper_and_accepted():
