@@ -10,8 +10,10 @@ Issue 28's backend. Every step, in three timed phases:
    entry takes its tangential spring from the last step's rows (engine.backends.rt_springs);
    ``rt_step_forces`` (kernels/rt_dem_step.slang) gathers each grain's contact forces over its own row, in
    the row's order, with the contact law of kernels/contact_law.h, then adds the box walls, updating the
-   grain's own springs (per row entry and per wall side); with ``physics.rotation`` the law's full form,
-   and each grain's torque gathered the same way (its own side of each contact, then the walls);
+   grain's own springs (per row entry and per wall side); with rotation or cohesion the law's full form
+   (as the CPU backend takes it), each grain's torque gathered the same way (its own side of each contact,
+   then the walls), and with rolling resistance a rolling spring per row entry and wall side carried as
+   the tangential springs are;
 3. update: ``rt_step_integrate``: semi-implicit Euler under gravity (v, x, and with rotation ω and the
    orientation quaternion, as the CPU backend's kick), open-side exits, NaN and speed checks.
 
@@ -24,12 +26,12 @@ depend on it either; ``get_contact_history`` / ``set_contact_history`` carry the
 CPU backend's format (particle ids), bit for bit from rt to rt.
 
 What it steps is the paper's model, with either friction model ('damper', or 'spring': static friction),
-and rotating grains without rolling resistance or cohesion; engine.backends.rt_support refuses the rest
-in one sentence.
+rotating grains (friction and rolling torques, rolling springs per row entry and wall side) and SJKR
+cohesion; engine.backends.rt_support refuses the rest in one sentence.
 
 Host round trips (this slice): positions and velocities live on the device between steps, but each step
 reads the positions back for the search's refit (rt_detect takes host centres), the pair list comes back
-to the host to be turned into rows and uploaded again, the pair springs are read back after the force
+to the host to be turned into rows and uploaded again, the pair springs (and rolling springs) are read back after the force
 kernel and uploaded again in the next step's rows (the wall springs stay on the device), and the speed
 and NaN checks are read each step. A later slice can refit from the device buffer and build the rows and
 carry the springs on the device.
@@ -118,25 +120,34 @@ class BackendRt(Backend):
         reach = float(np.max(np.abs(np.concatenate([self.lo, self.hi])))) + 2.0 * float(self.radius.max()) + 1.0
         self.pair_skin = PAIR_MARGIN * 2.0 * float(self.radius.max()) + 16.0 * float(np.spacing(np.float32(reach)))
         table = {
-            "g_pair_law": np.stack([prepared.beta, prepared.mu], axis=-1).reshape(-1, 2),
-            "g_wall_law": np.stack([prepared.wall_beta, prepared.wall_mu], axis=-1)}
+            "g_pair_law": np.stack([prepared.beta, prepared.mu, prepared.roll, prepared.cohesion], axis=-1).reshape(-1, 4),
+            "g_wall_law": np.stack([prepared.wall_beta, prepared.wall_mu, prepared.wall_roll, prepared.wall_cohesion],
+                                   axis=-1)}
         self._tables = {name: self._buffer(values.astype(np.float32)) for name, values in table.items()}
         self._material = self._buffer(model.material_index.astype(np.uint32))
         self._diag = self._buffer(np.zeros(3, np.uint32), write=True)
         self._force = self._buffer(np.zeros((self.count, 4), np.float32), write=True)
         self._torque = self._buffer(np.zeros((self.count, 4), np.float32), write=True)
         self.rotation = bool(physics.rotation)
+        # The law's full form wherever the CPU backend takes it (rolling resistance is zero without rotation).
+        self.rolling = prepared.rolling
+        self.full = self.rotation or prepared.cohesive
         self._row_start = self._buffer(np.zeros(self.count + 1, np.uint32))
         self._partner_capacity = 0
         self._partner = None
         # Friction model 'spring' (engine.backends.rt_springs): one ξ per row entry, and per grain and wall
         # side. Without friction both models give F_t = 0, and the CPU backend then keeps no springs either.
         self.spring = physics.friction_model == "spring" and frictional(physics)
-        self._spring = None  # float4 per row entry, grown with the partner buffer
+        # Rolling resistance: one ξ_r per row entry and per grain and wall side, kept beside the springs.
+        self.keep_history = self.spring or self.rolling
+        self._spring = self._rolling = None  # float4 per row entry, grown with the partner buffer
         self._wall_spring = self._buffer(np.zeros((6 * self.count, 4), np.float32), write=True)
-        # The springs of the rows last stepped (or restored), on the host: keys int64 (P,), ξ float32 (P, 3).
+        self._wall_rolling = self._buffer(np.zeros((6 * self.count if self.rolling else 1, 4), np.float32),
+                                          write=True)
+        # The histories of the rows last stepped (or restored), on the host: keys int64 (P,), ξ and ξ_r
+        # float32 (P, 6).
         self._keys = np.zeros(0, np.int64)
-        self._springs = np.zeros((0, 3), np.float32)
+        self._springs = np.zeros((0, 6), np.float32)
         self._uniforms = {
             "g_count": self.count, "g_material_count": len(physics.materials),
             "g_wall_mask": int(sum(int(bit) << side for side, bit in enumerate(prepared.wall_mask))),
@@ -145,7 +156,7 @@ class BackendRt(Backend):
             "g_stiffness": float(physics.stiffness), "g_dt": float(physics.dt),
             "g_tangential_ratio": float(TANGENTIAL_STIFFNESS_RATIO),
             "g_speed_limit2": float(physics.speed_limit) ** 2, "g_spring_model": int(self.spring),
-            "g_rotation": int(self.rotation)}
+            "g_rotation": int(self.rotation), "g_full": int(self.full), "g_rolling_model": int(self.rolling)}
         self._pos = self._vel = self._active = self._omega = self._quat = None
         self.step_index = 0
         self.needs_rebuild = True
@@ -186,26 +197,39 @@ class BackendRt(Backend):
         self.needs_rebuild = True
         # A state alone starts without springs (set_contact_history restores them).
         self._keys = np.zeros(0, np.int64)
-        self._springs = np.zeros((0, 3), np.float32)
+        self._springs = np.zeros((0, 6), np.float32)
         self._wall_spring.copy_from_numpy(np.zeros((6 * self.count, 4), np.float32))
+        if self.rolling:
+            self._wall_rolling.copy_from_numpy(np.zeros((6 * self.count, 4), np.float32))
+
+    def _wall_rows(self, buffer) -> np.ndarray:
+        """A per grain and wall side float4 buffer's xyz, float32 (n, 6, 3) (a copy)."""
+        return buffer.to_numpy().view(np.float32)[: 24 * self.count].reshape(self.count, 6, 4)[:, :, :3].copy()
 
     def get_contact_history(self) -> ContactHistory | None:
-        """The tangential springs of the pairs and walls, in particle ids (engine.backends.rt_springs), for
-        a bit-exact resume; None for friction model 'damper', which keeps no history."""
-        if not self.spring:
+        """The tangential springs of the pairs and walls, and their rolling springs with rolling resistance, in
+        particle ids (engine.backends.rt_springs), for a bit-exact resume; None for friction model 'damper'
+        without rolling resistance, which keeps no history."""
+        if not self.keep_history:
             return None
-        wall = self._wall_spring.to_numpy().view(np.float32)[: 24 * self.count].reshape(self.count, 6, 4)[:, :, :3]
-        return springs_to_history(self._keys, self._springs, wall, self.count)
+        wall = np.zeros((self.count, 6, 6), np.float32)
+        wall[:, :, :3] = self._wall_rows(self._wall_spring)
+        if self.rolling:
+            wall[:, :, 3:] = self._wall_rows(self._wall_rolling)
+        return springs_to_history(self._keys, self._springs, wall, self.count, rolling=self.rolling)
 
     def set_contact_history(self, history: ContactHistory) -> None:
         """Restore the springs of any backend's ``get_contact_history`` (call after ``set_state``); exact
         for an rt backend's history, float32-rounded for one from a float64 backend."""
-        if not self.spring:
+        if not self.keep_history:
             return
         self._keys, self._springs, wall = springs_from_history(ContactHistory.from_arrays(history), self.count)
-        rows = np.zeros((self.count, 6, 4), np.float32)
-        rows[:, :, :3] = wall
-        self._wall_spring.copy_from_numpy(rows.reshape(-1, 4))
+        for buffer, columns, kept in ((self._wall_spring, slice(0, 3), True),
+                                      (self._wall_rolling, slice(3, 6), self.rolling)):
+            if kept:
+                rows = np.zeros((self.count, 6, 4), np.float32)
+                rows[:, :, :3] = wall[:, :, columns]
+                buffer.copy_from_numpy(rows.reshape(-1, 4))
 
     def _local_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(local positions float32 (n, 3), velocities float32 (n, 3), active uint8 (n,)) from the device."""
@@ -241,27 +265,36 @@ class BackendRt(Backend):
         if entries > self._partner_capacity or self._partner is None:
             self._partner_capacity = max(16, entries + entries // 4)
             self._partner = self._buffer(np.zeros(self._partner_capacity, np.uint32))
-            self._spring = self._buffer(np.zeros((self._partner_capacity if self.spring else 1, 4), np.float32),
-                                        write=True)
+            self._spring, self._rolling = (
+                self._buffer(np.zeros((self._partner_capacity if kept else 1, 4), np.float32), write=True)
+                for kept in (self.spring, self.rolling))
         if entries:
             self._partner.copy_from_numpy(partner)
-        if self.spring:
+        if self.keep_history:
             keys = row_keys(row_start, partner, self.count)
-            rows = np.zeros((self._partner_capacity, 4), np.float32)
-            rows[:entries, :3] = carry_springs(self._keys, self._springs, keys)
-            self._spring.copy_from_numpy(rows)
+            carried = carry_springs(self._keys, self._springs, keys)
+            for buffer, columns, kept in ((self._spring, slice(0, 3), self.spring),
+                                          (self._rolling, slice(3, 6), self.rolling)):
+                if kept:
+                    rows = np.zeros((self._partner_capacity, 4), np.float32)
+                    rows[:entries, :3] = carried[:, columns]
+                    buffer.copy_from_numpy(rows)
             self._keys = keys
 
     def _read_springs(self) -> None:
         """The springs the force kernel left in the rows, to the host (carried at the next step's rows)."""
-        if self.spring:
+        if self.keep_history:
             entries = self._keys.shape[0]
-            self._springs = self._spring.to_numpy().view(np.float32)[: 4 * entries].reshape(entries, 4)[:, :3].copy()
+            self._springs = np.zeros((entries, 6), np.float32)
+            for buffer, columns, kept in ((self._spring, slice(0, 3), self.spring),
+                                          (self._rolling, slice(3, 6), self.rolling)):
+                if kept:
+                    self._springs[:, columns] = buffer.to_numpy().view(np.float32)[: 4 * entries].reshape(entries, 4)[:, :3]
 
     def _bindings(self, **extra) -> dict:
         return {"g_pos": self._pos, "g_vel": self._vel, "g_active": self._active, "g_material": self._material,
                 "g_row_start": self._row_start, "g_partner": self._partner, "g_spring": self._spring,
-                "g_wall_spring": self._wall_spring, "g_force": self._force, "g_omega": self._omega,
+                "g_rolling": self._rolling, "g_wall_spring": self._wall_spring, "g_wall_rolling": self._wall_rolling, "g_force": self._force, "g_omega": self._omega,
                 "g_quat": self._quat, "g_torque": self._torque,
                 "g_diag": self._diag, **self._tables, **self._uniforms, "g_step": self.step_index, **extra}
 

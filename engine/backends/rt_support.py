@@ -2,8 +2,8 @@
 
 Issue 28's rt backend steps the Mochi paper's model: the linear (Hooke) normal law with Mochi's friction
 cap, either friction model (history-free 'damper', or 'spring': tangential springs per contact and per
-wall side, static friction), grains that rotate or not (the full law's friction torques; rolling
-resistance and cohesion refused), semi-implicit Euler, the box walls (open sides
+wall side, static friction), grains that rotate or not (the full law's friction and rolling torques,
+rolling springs per contact and per wall side), SJKR cohesion, semi-implicit Euler, the box walls (open sides
 allowed), gravity (constant or rotating) and any number of materials.
 ``check_rt_model`` is called by the backend's constructor, before any device is opened, so a scene the
 backend cannot bake is refused before any work, naming what is missing and what to use instead
@@ -12,7 +12,6 @@ backend cannot bake is refused before any work, naming what is missing and what 
 
 from __future__ import annotations
 
-from .prepared_physics import prepare_physics
 from ..errors import MochiError
 from ..model import Model
 
@@ -28,15 +27,10 @@ def frictional(physics) -> bool:
 def rt_refusal(model: Model) -> str | None:
     """The sentence refusing ``model`` on the rt backend, or None when the backend can step it.
 
-    Checked in this order: rolling resistance (rotating grains only: without rotation it has no effect,
-    on the CPU too), integrator, contact law, friction cap, cohesion,
-    force fields, mesh colliders, glue bonds and rigid bodies.
+    Checked in this order: integrator, contact law, friction cap, force fields, mesh colliders, glue bonds
+    and rigid bodies.
     """
     physics = model.physics
-    prepared = prepare_physics(physics)
-    if prepared.rolling:
-        return (f"The rt backend does not yet have rolling resistance; {USE_CPU}, or set every rolling friction "
-                "to 0.")
     if physics.integrator != "euler":
         return (f"The rt backend has only the semi-implicit Euler integrator, not '{physics.integrator}'; "
                 f"{USE_CPU}, or set the integrator to 'euler'.")
@@ -46,8 +40,6 @@ def rt_refusal(model: Model) -> str | None:
     if physics.friction_cap != "clipped":
         return (f"The rt backend has only Mochi's friction cap, not '{physics.friction_cap}'; {USE_CPU}, or set "
                 "[contact] friction_cap = \"clipped\".")
-    if prepared.cohesive:
-        return f"The rt backend does not yet have cohesion; {USE_CPU}, or set every cohesion to 0."
     if physics.fields:
         return f"The rt backend does not yet have force fields; {USE_CPU}, or remove the force fields."
     if model.colliders is not None:

@@ -1,8 +1,10 @@
-"""The rt backend with rotating grains (``rotation = True``): the full contact law's friction torques,
-ω and the orientation quaternion stepped by semi-implicit Euler, against the CPU backend.
+"""The rt backend with rotating grains (``rotation = True``): the full contact law's friction and rolling
+torques, rolling springs, SJKR cohesion, ω and the orientation quaternion stepped by semi-implicit Euler,
+against the CPU backend.
 
 The scene is test_rt_backend's two-radius box with rotation on: grains thrown at ~0.3 m/s into each
-other and the walls spin up to ~200 rad/s within 100 steps, under either friction model.
+other and the walls spin up to ~200 rad/s within 100 steps, under either friction model; and the same box
+with rolling friction and cohesion (``rolling_cohesive_box``).
 
 Tolerances after 100 steps, rt against cpu (same law, float32 against float64 arithmetic; see
 test_rt_backend's docstring for the positions and velocities, held to its bounds here too):
@@ -13,17 +15,27 @@ quaternions that turned by up to 0.5. Physics mistakes are far larger, each made
 kernels/rt_dem_step.slang and each failing the trajectory test: the wall torques left out (positions off
 by 1.6e-3 m), the pair torques left out (3.1e-3 m), the quaternion turned by the old ω instead of the new
 one (orientations off by 7e-3). The resume test fails when set_state drops the state's ω.
+
+With rolling resistance and cohesion the same bounds hold (measured 3e-7 m, 2.8e-5 m/s, 2.4e-3 rad/s,
+7e-6), and the rolling springs, pair and wall, agree within test_rt_backend's 1e-7 m for springs
+(measured 3e-9 to 1.1e-8 m on rolling springs of up to 9e-4 m). Left out or wrong on purpose, each failed:
+the pair cohesion (positions off by 3.3e-3 m), the wall cohesion (4e-3 m), the rolling torque of the pairs
+with the wrong sign (7.6e-4 m), the rolling springs not carried to the next step's rows (1.2e-4 m), and
+the wall rolling springs not restored on a resume (the resume test).
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import pytest
 
 from engine.backends import make_backend
+from engine.model import Material
 
-from .test_rt_backend import (FRICTION_MODELS, POSITION_TOLERANCE, STEPS, VELOCITY_TOLERANCE, _assert_same_history,
-                              _assert_springs_close, _far, _rt, _run, two_radius_box)
+from .test_rt_backend import (FRICTION_MODELS, POSITION_TOLERANCE, SPRING_TOLERANCE, STEPS, VELOCITY_TOLERANCE,
+                              _assert_same_history, _assert_springs_close, _far, _rt, _run, two_radius_box)
 
 #: Tolerances of rt against cpu after 100 steps (see the module docstring).
 OMEGA_TOLERANCE = 5e-3  # [rad/s]
@@ -49,23 +61,86 @@ def test_100_steps_of_rotating_grains_match_the_cpu(rt_device, friction_model):
         _assert_springs_close(rt_backend.get_contact_history(), cpu_backend.get_contact_history())
 
 
+def rolling_cohesive_box(*, friction_model="spring", rolling=0.1, cohesion=2.0e4):
+    """The two-radius box with rotation, rolling friction μ_r (material a and the walls; b: half) and SJKR
+    cohesion c [Pa] (both materials and the walls): 2π R_eff c is a tenth of k for the small grains'
+    pairs, so cohesion pulls without binding everything."""
+    setup = two_radius_box(friction_model=friction_model, rotation=True)
+    physics = setup.model.physics
+    materials = tuple(dataclasses.replace(m, rolling_friction=rolling * scale, cohesion=cohesion)
+                      for m, scale in zip(physics.materials, (1.0, 0.5)))
+    domain = dataclasses.replace(physics.domain, wall_rolling_friction=rolling, wall_cohesion=cohesion)
+    physics = dataclasses.replace(physics, materials=materials, domain=domain)
+    return dataclasses.replace(setup, model=dataclasses.replace(setup.model, physics=physics))
+
+
+def _rolling_map(history):
+    """{(i, j): ξ_r} of a history's pair rolling springs, every pair with i < j (ξ_r needs no sign)."""
+    return {(min(i, j), max(i, j)): rolling
+            for i, j, rolling in zip(history["pair_i"].tolist(), history["pair_j"].tolist(), history["pair_rolling"])}
+
+
+def _assert_rolling_close(history, reference):
+    """Pair and wall rolling springs within SPRING_TOLERANCE (a pair missing from one history: 0)."""
+    mine, theirs = _rolling_map(history), _rolling_map(reference)
+    assert len(theirs) > 20
+    assert max(np.abs(rolling).max() for rolling in theirs.values()) > 20 * SPRING_TOLERANCE
+    assert np.abs(reference["wall_rolling"]).max() > 20 * SPRING_TOLERANCE
+    zero = np.zeros(3)
+    worst = max(np.abs(mine.get(pair, zero) - theirs.get(pair, zero)).max() for pair in set(mine) | set(theirs))
+    assert worst <= SPRING_TOLERANCE
+    assert np.abs(history["wall_rolling"] - reference["wall_rolling"]).max() <= SPRING_TOLERANCE
+
+
+@pytest.mark.parametrize("friction_model", FRICTION_MODELS)
+def test_100_steps_with_rolling_resistance_and_cohesion_match_the_cpu(rt_device, friction_model):
+    setup = rolling_cohesive_box(friction_model=friction_model)
+    cpu_backend, rt_backend = make_backend("cpu", setup.model), _rt(setup.model, rt_device)
+    cpu = _run(cpu_backend, setup.state, STEPS)
+    rt = _run(rt_backend, setup.state, STEPS)
+    # Rolling resistance and cohesion each change the CPU's result far beyond the tolerances.
+    without_rolling = _run(make_backend("cpu", rolling_cohesive_box(friction_model=friction_model, rolling=0.0).model),
+                           setup.state, STEPS)
+    assert np.abs(without_rolling.angular_velocities - cpu.angular_velocities).max() > 20 * OMEGA_TOLERANCE
+    without_cohesion = _run(make_backend("cpu", rolling_cohesive_box(friction_model=friction_model,
+                                                                     cohesion=0.0).model), setup.state, STEPS)
+    assert np.abs(without_cohesion.positions - cpu.positions).max() > 20 * POSITION_TOLERANCE
+    assert np.abs(rt.positions - cpu.positions).max() <= POSITION_TOLERANCE
+    assert np.abs(rt.velocities - cpu.velocities).max() <= VELOCITY_TOLERANCE
+    assert np.abs(rt.angular_velocities - cpu.angular_velocities).max() <= OMEGA_TOLERANCE
+    assert np.abs(rt.orientations - cpu.orientations).max() <= ORIENTATION_TOLERANCE
+    np.testing.assert_array_equal(rt.active, cpu.active)
+    history, reference = rt_backend.get_contact_history(), cpu_backend.get_contact_history()
+    assert list(history) == list(reference)  # the CPU's keys: rolling springs with either friction model
+    _assert_rolling_close(history, reference)
+    if friction_model == "spring":
+        _assert_springs_close(history, reference)
+
+
 def _assert_same_state(a, b):
     for name in ("positions", "velocities", "angular_velocities", "orientations", "active"):
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
     assert a.step == b.step
 
 
-def test_a_rerun_of_rotating_grains_gives_the_same_bits(rt_device):
-    setup = two_radius_box(friction_model="spring", rotation=True)
+SCENES = {"friction torques": lambda: two_radius_box(friction_model="spring", rotation=True),
+          "rolling and cohesion": rolling_cohesive_box}
+
+
+@pytest.mark.parametrize("scene", SCENES)
+def test_a_rerun_of_rotating_grains_gives_the_same_bits(rt_device, scene):
+    setup = SCENES[scene]()
     runs = [_rt(setup.model, rt_device) for _ in range(2)]
     first, second = (_run(backend, setup.state, STEPS) for backend in runs)
     _assert_same_state(first, second)
     _assert_same_history(runs[0].get_contact_history(), runs[1].get_contact_history())
 
 
-def test_a_resume_of_rotating_grains_gives_the_same_bits(rt_device):
-    """As test_rt_backend's resume test, far from the world origin, with ω and q carried by the state."""
-    model, state = _far(two_radius_box(friction_model="spring", rotation=True), np.array((1.0e4, -2.5e3, 7.0e3)))
+@pytest.mark.parametrize("scene", SCENES)
+def test_a_resume_of_rotating_grains_gives_the_same_bits(rt_device, scene):
+    """As test_rt_backend's resume test, far from the world origin, with ω and q carried by the state (and
+    the rolling springs by the history)."""
+    model, state = _far(SCENES[scene](), np.array((1.0e4, -2.5e3, 7.0e3)))
     straight_backend = _rt(model, rt_device)
     straight_backend.set_state(state)
     for _ in range(2):
@@ -78,7 +153,10 @@ def test_a_resume_of_rotating_grains_gives_the_same_bits(rt_device):
     halfway = first.get_state()
     assert np.abs(halfway.angular_velocities).max() > 10.0  # spins to carry
     second.set_state(halfway)
-    second.set_contact_history(first.get_contact_history())
+    history = first.get_contact_history()
+    if scene == "rolling and cohesion":  # rolling springs to carry
+        assert np.abs(history["pair_rolling"]).max() > 0.0 and np.abs(history["wall_rolling"]).max() > 0.0
+    second.set_contact_history(history)
     second.begin_frame()
     second.step(STEPS // 2)
     _assert_same_state(second.get_state(), straight_backend.get_state())
