@@ -15,7 +15,9 @@ Issue 28's backend. Every step, in three timed phases:
    then the walls), and with rolling resistance a rolling spring per row entry and wall side carried as
    the tangential springs are;
 3. update: ``rt_step_integrate``: semi-implicit Euler under gravity (v, x, and with rotation ω and the
-   orientation quaternion, as the CPU backend's kick), open-side exits, NaN and speed checks.
+   orientation quaternion, as the CPU backend's kick), open-side exits, NaN and speed checks. With
+   velocity Verlet (``_step``) the drift (``rt_step_drift``) comes first, the forces are those of the
+   drifted positions, and ``rt_step_integrate`` is the second half kick, storing the accelerations.
 
 Deterministic: every force sum is taken by one thread in a fixed order and the pairs are sorted, so the
 same state gives the same bits on a rerun and on a resume (no float atomics; the checks use integer
@@ -27,13 +29,15 @@ CPU backend's format (particle ids), bit for bit from rt to rt.
 
 What it steps is the paper's model, with either friction model ('damper', or 'spring': static friction),
 rotating grains (friction and rolling torques, rolling springs per row entry and wall side) and SJKR
-cohesion; engine.backends.rt_support refuses the rest in one sentence.
+cohesion, with semi-implicit Euler or velocity Verlet; engine.backends.rt_support refuses the rest in
+one sentence.
 
 Host round trips (this slice): positions and velocities live on the device between steps, but each step
 reads the positions back for the search's refit (rt_detect takes host centres), the pair list comes back
-to the host to be turned into rows and uploaded again, the pair springs (and rolling springs) are read back after the force
-kernel and uploaded again in the next step's rows (the wall springs stay on the device), and the speed
-and NaN checks are read each step. A later slice can refit from the device buffer and build the rows and
+to the host to be turned into rows and uploaded again, the pair springs (and rolling springs) are read
+back after the force kernel and uploaded again in the next step's rows (the wall springs stay on the
+device), and the speed and NaN checks are read each step (with Verlet once more, after the drift). A
+later slice can refit from the device buffer and build the rows and
 carry the springs on the device.
 
 slangpy is imported only when the backend is built (through ``open_rt_device``).
@@ -41,6 +45,7 @@ slangpy is imported only when the backend is built (through ``open_rt_device``).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import numpy as np
@@ -108,8 +113,9 @@ class BackendRt(Backend):
         self._spy = __import__("slangpy")
         self.search = RayTracedPairs(self.rt)
         device = self.rt.device
-        self._forces, self._integrate = (device.create_compute_kernel(device.load_program(KERNEL_SOURCE, [entry]))
-                                         for entry in ("rt_step_forces", "rt_step_integrate"))
+        self._forces, self._integrate, self._drift = (
+            device.create_compute_kernel(device.load_program(KERNEL_SOURCE, [entry]))
+            for entry in ("rt_step_forces", "rt_step_integrate", "rt_step_drift"))
         physics = model.physics
         prepared = prepare_physics(physics)
         self.origin, self.lo, self.hi = prepared.origin, prepared.lo, prepared.hi
@@ -120,7 +126,8 @@ class BackendRt(Backend):
         reach = float(np.max(np.abs(np.concatenate([self.lo, self.hi])))) + 2.0 * float(self.radius.max()) + 1.0
         self.pair_skin = PAIR_MARGIN * 2.0 * float(self.radius.max()) + 16.0 * float(np.spacing(np.float32(reach)))
         table = {
-            "g_pair_law": np.stack([prepared.beta, prepared.mu, prepared.roll, prepared.cohesion], axis=-1).reshape(-1, 4),
+            "g_pair_law": np.stack([prepared.beta, prepared.mu, prepared.roll, prepared.cohesion],
+                                   axis=-1).reshape(-1, 4),
             "g_wall_law": np.stack([prepared.wall_beta, prepared.wall_mu, prepared.wall_roll, prepared.wall_cohesion],
                                    axis=-1)}
         self._tables = {name: self._buffer(values.astype(np.float32)) for name, values in table.items()}
@@ -131,16 +138,21 @@ class BackendRt(Backend):
         self.rotation = bool(physics.rotation)
         # The law's full form wherever the CPU backend takes it (rolling resistance is zero without rotation).
         self.rolling = prepared.rolling
-        self.full = self.rotation or prepared.cohesive
+        self.euler = physics.integrator == "euler"
+        self.full = self.rotation or prepared.cohesive or not self.euler
+        # Velocity Verlet: the accelerations a, α of the current state, stored by the kick for the next
+        # drift (the CPU's acc/alpha); computed once at the start (``primed``) or restored from a history.
+        self._acc, self._alpha = (self._buffer(np.zeros((self.count, 4), np.float32), write=True) for _ in range(2))
+        self.primed = False
         self._row_start = self._buffer(np.zeros(self.count + 1, np.uint32))
-        self._partner_capacity = 0
-        self._partner = None
         # Friction model 'spring' (engine.backends.rt_springs): one ξ per row entry, and per grain and wall
         # side. Without friction both models give F_t = 0, and the CPU backend then keeps no springs either.
         self.spring = physics.friction_model == "spring" and frictional(physics)
         # Rolling resistance: one ξ_r per row entry and per grain and wall side, kept beside the springs.
         self.keep_history = self.spring or self.rolling
         self._spring = self._rolling = None  # float4 per row entry, grown with the partner buffer
+        # Bound from the start: Verlet's drift, the first kernel after a resume, runs before any rows exist.
+        self._allocate_rows(16)
         self._wall_spring = self._buffer(np.zeros((6 * self.count, 4), np.float32), write=True)
         self._wall_rolling = self._buffer(np.zeros((6 * self.count if self.rolling else 1, 4), np.float32),
                                           write=True)
@@ -156,7 +168,8 @@ class BackendRt(Backend):
             "g_stiffness": float(physics.stiffness), "g_dt": float(physics.dt),
             "g_tangential_ratio": float(TANGENTIAL_STIFFNESS_RATIO),
             "g_speed_limit2": float(physics.speed_limit) ** 2, "g_spring_model": int(self.spring),
-            "g_rotation": int(self.rotation), "g_full": int(self.full), "g_rolling_model": int(self.rolling)}
+            "g_rotation": int(self.rotation), "g_full": int(self.full), "g_rolling_model": int(self.rolling),
+            "g_verlet": int(not self.euler), "g_history_dt": float(physics.dt), "g_kick_dt": 0.5 * float(physics.dt)}
         self._pos = self._vel = self._active = self._omega = self._quat = None
         self.step_index = 0
         self.needs_rebuild = True
@@ -195,6 +208,7 @@ class BackendRt(Backend):
         self._quat = self._buffer(np.ascontiguousarray(state.orientations, np.float32), write=True)
         self.step_index = int(state.step)
         self.needs_rebuild = True
+        self.primed = False  # a state alone has no stored accelerations (set_contact_history restores them)
         # A state alone starts without springs (set_contact_history restores them).
         self._keys = np.zeros(0, np.int64)
         self._springs = np.zeros((0, 6), np.float32)
@@ -210,20 +224,32 @@ class BackendRt(Backend):
         """The tangential springs of the pairs and walls, and their rolling springs with rolling resistance, in
         particle ids (engine.backends.rt_springs), for a bit-exact resume; None for friction model 'damper'
         without rolling resistance, which keeps no history."""
-        if not self.keep_history:
+        verlet = not self.euler and self.primed
+        if not (self.keep_history or verlet):
             return None
         wall = np.zeros((self.count, 6, 6), np.float32)
         wall[:, :, :3] = self._wall_rows(self._wall_spring)
         if self.rolling:
             wall[:, :, 3:] = self._wall_rows(self._wall_rolling)
-        return springs_to_history(self._keys, self._springs, wall, self.count, rolling=self.rolling)
+        history = springs_to_history(self._keys, self._springs, wall, self.count, rolling=self.rolling)
+        if verlet:  # as the CPU backend: Verlet's stored accelerations, float64 (n, 3)
+            history = dataclasses.replace(history, acceleration=self._rows(self._acc)[:, :3].astype(np.float64),
+                                          angular_acceleration=self._rows(self._alpha)[:, :3].astype(np.float64))
+        return history
 
     def set_contact_history(self, history: ContactHistory) -> None:
         """Restore the springs of any backend's ``get_contact_history`` (call after ``set_state``); exact
         for an rt backend's history, float32-rounded for one from a float64 backend."""
+        history = ContactHistory.from_arrays(history)
+        if not self.euler and history.acceleration is not None:
+            for buffer, values in ((self._acc, history.acceleration), (self._alpha, history.angular_acceleration)):
+                rows = np.zeros((self.count, 4), np.float32)
+                rows[:, :3] = values
+                buffer.copy_from_numpy(rows)
+            self.primed = True
         if not self.keep_history:
             return
-        self._keys, self._springs, wall = springs_from_history(ContactHistory.from_arrays(history), self.count)
+        self._keys, self._springs, wall = springs_from_history(history, self.count)
         for buffer, columns, kept in ((self._wall_spring, slice(0, 3), True),
                                       (self._wall_rolling, slice(3, 6), self.rolling)):
             if kept:
@@ -262,12 +288,8 @@ class BackendRt(Backend):
         row_start, partner = pair_rows(i, j, self.count)
         self._row_start.copy_from_numpy(row_start)
         entries = partner.shape[0]
-        if entries > self._partner_capacity or self._partner is None:
-            self._partner_capacity = max(16, entries + entries // 4)
-            self._partner = self._buffer(np.zeros(self._partner_capacity, np.uint32))
-            self._spring, self._rolling = (
-                self._buffer(np.zeros((self._partner_capacity if kept else 1, 4), np.float32), write=True)
-                for kept in (self.spring, self.rolling))
+        if entries > self._partner_capacity:
+            self._allocate_rows(entries + entries // 4)
         if entries:
             self._partner.copy_from_numpy(partner)
         if self.keep_history:
@@ -281,6 +303,14 @@ class BackendRt(Backend):
                     buffer.copy_from_numpy(rows)
             self._keys = keys
 
+    def _allocate_rows(self, capacity: int) -> None:
+        """Partner, spring and rolling buffers for ``capacity`` row entries (at least 16), zeroed."""
+        self._partner_capacity = max(16, capacity)
+        self._partner = self._buffer(np.zeros(self._partner_capacity, np.uint32))
+        self._spring, self._rolling = (
+            self._buffer(np.zeros((self._partner_capacity if kept else 1, 4), np.float32), write=True)
+            for kept in (self.spring, self.rolling))
+
     def _read_springs(self) -> None:
         """The springs the force kernel left in the rows, to the host (carried at the next step's rows)."""
         if self.keep_history:
@@ -289,13 +319,15 @@ class BackendRt(Backend):
             for buffer, columns, kept in ((self._spring, slice(0, 3), self.spring),
                                           (self._rolling, slice(3, 6), self.rolling)):
                 if kept:
-                    self._springs[:, columns] = buffer.to_numpy().view(np.float32)[: 4 * entries].reshape(entries, 4)[:, :3]
+                    rows = buffer.to_numpy().view(np.float32)[: 4 * entries].reshape(entries, 4)
+                    self._springs[:, columns] = rows[:, :3]
 
     def _bindings(self, **extra) -> dict:
         return {"g_pos": self._pos, "g_vel": self._vel, "g_active": self._active, "g_material": self._material,
                 "g_row_start": self._row_start, "g_partner": self._partner, "g_spring": self._spring,
-                "g_rolling": self._rolling, "g_wall_spring": self._wall_spring, "g_wall_rolling": self._wall_rolling, "g_force": self._force, "g_omega": self._omega,
-                "g_quat": self._quat, "g_torque": self._torque,
+                "g_rolling": self._rolling, "g_wall_spring": self._wall_spring, "g_wall_rolling": self._wall_rolling,
+                "g_force": self._force, "g_omega": self._omega,
+                "g_quat": self._quat, "g_torque": self._torque, "g_acc": self._acc, "g_alpha": self._alpha,
                 "g_diag": self._diag, **self._tables, **self._uniforms, "g_step": self.step_index, **extra}
 
     def _check(self) -> None:
@@ -329,35 +361,62 @@ class BackendRt(Backend):
         except Exception as exc:  # a lost device, out of memory: one sentence, frames kept
             raise GpuUnavailable(gpu_failure_sentence(self.name, exc, doing="failed during a step")) from exc
 
-    def _step(self, count: int) -> StepTimings:
+    def _detect(self, timings: StepTimings) -> None:
+        """The touching pairs of the current positions, as partner rows on the device (springs carried)."""
+        rebuild = self.needs_rebuild or self.steps_since_rebuild >= self.model.physics.rebuild_interval
+        i, j = self._find_pairs(self._rows(self._pos)[:, :3], rebuild)
+        if rebuild:
+            self.needs_rebuild = False
+            self.steps_since_rebuild = 0
+            timings.rebuilds += 1
+        self._upload_rows(i, j)
+
+    def _forces_and_kick(self, force_step: int, history_dt: float, kick_dt: float) -> float:
+        """Forces of the current state (springs stretched over ``history_dt`` [s]), then the integrate kernel
+        (Euler, or Verlet's kick of ``kick_dt`` [s]) under gravity at ``force_step``; returns the time
+        [perf_counter s] between the two."""
         physics = self.model.physics
-        device = self.rt.device
+        self._forces.dispatch(thread_count=[self.count, 1, 1], vars=self._bindings(g_history_dt=history_dt))
+        self.rt.device.wait_for_idle()
+        self._read_springs()
+        between = time.perf_counter()
+        accel = physics.gravity.at(force_step * physics.dt).astype(np.float32)
+        self._integrate.dispatch(thread_count=[self.count, 1, 1],
+                                 vars=self._bindings(g_accel=self._spy.float3(*(float(a) for a in accel)),
+                                                     g_kick_dt=kick_dt))
+        self.rt.device.wait_for_idle()
+        return between
+
+    def _step(self, count: int) -> StepTimings:
+        """Euler: detect, forces, kick-and-move. Verlet (the CPU backend's order, LAMMPS fix nve/sphere):
+        drift (half kick with the stored accelerations, then x and q), detect and forces at the new positions
+        and time, second half kick; at the very start the accelerations of the initial state are computed
+        once (springs stretched over 0 s), as the CPU does."""
+        dt = float(self.model.physics.dt)
         timings = StepTimings()
         for _ in range(count):
             t0 = time.perf_counter()
-            rebuild = self.needs_rebuild or self.steps_since_rebuild >= physics.rebuild_interval
-            centres = self._rows(self._pos)[:, :3]
-            i, j = self._find_pairs(centres, rebuild)
-            if rebuild:
-                self.needs_rebuild = False
-                self.steps_since_rebuild = 0
-                timings.rebuilds += 1
-            t1 = time.perf_counter()
-            self._upload_rows(i, j)
-            self._forces.dispatch(thread_count=[self.count, 1, 1], vars=self._bindings())
-            device.wait_for_idle()
-            self._read_springs()
-            t2 = time.perf_counter()
-            accel = physics.gravity.at(self.step_index * physics.dt).astype(np.float32)
+            if not self.euler and not self.primed:
+                self._detect(timings)
+                self._forces_and_kick(self.step_index, 0.0, 0.0)
+                self.primed = True
             self._diag.copy_from_numpy(np.array([NO_STEP, NO_STEP, 0], np.uint32))
-            self._integrate.dispatch(thread_count=[self.count, 1, 1],
-                                     vars=self._bindings(g_accel=self._spy.float3(*(float(a) for a in accel))))
-            device.wait_for_idle()
+            force_step = self.step_index
+            if not self.euler:
+                self._drift.dispatch(thread_count=[self.count, 1, 1], vars=self._bindings())
+                self.rt.device.wait_for_idle()
+                self._check()  # NaN from the drift: before the search reads the positions
+                force_step = self.step_index + 1
+            tb = time.perf_counter()
+            self._detect(timings)
+            t1 = time.perf_counter()
+            t2 = self._forces_and_kick(force_step, dt, 0.5 * dt)
             self.step_index += 1
             self.steps_since_rebuild += 1
             self._check()
             t3 = time.perf_counter()
-            timings.add_step(t0, t1, t2, t3)
+            timings.add_step(tb, t1, t2, t3)
+            timings.update_s += tb - t0  # Verlet's drift (and, once, the priming)
         return timings
 
     def contact_pairs(self) -> np.ndarray:

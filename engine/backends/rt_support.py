@@ -3,8 +3,8 @@
 Issue 28's rt backend steps the Mochi paper's model: the linear (Hooke) normal law with Mochi's friction
 cap, either friction model (history-free 'damper', or 'spring': tangential springs per contact and per
 wall side, static friction), grains that rotate or not (the full law's friction and rolling torques,
-rolling springs per contact and per wall side), SJKR cohesion, semi-implicit Euler, the box walls (open sides
-allowed), gravity (constant or rotating) and any number of materials.
+rolling springs per contact and per wall side), SJKR cohesion, semi-implicit Euler or velocity Verlet,
+the box walls (open sides allowed), gravity (constant or rotating) and any number of materials.
 ``check_rt_model`` is called by the backend's constructor, before any device is opened, so a scene the
 backend cannot bake is refused before any work, naming what is missing and what to use instead
 (issue 28: "whatever the CPU bakes, rt bakes, or it refuses before work naming what it lacks").
@@ -27,13 +27,10 @@ def frictional(physics) -> bool:
 def rt_refusal(model: Model) -> str | None:
     """The sentence refusing ``model`` on the rt backend, or None when the backend can step it.
 
-    Checked in this order: integrator, contact law, friction cap, force fields, mesh colliders, glue bonds
+    Checked in this order: contact law, friction cap, force fields, mesh colliders, glue bonds
     and rigid bodies.
     """
     physics = model.physics
-    if physics.integrator != "euler":
-        return (f"The rt backend has only the semi-implicit Euler integrator, not '{physics.integrator}'; "
-                f"{USE_CPU}, or set the integrator to 'euler'.")
     if physics.contact_normal != "hooke":
         return (f"The rt backend has only the linear (Hooke) contact law, not '{physics.contact_normal}'; "
                 f"{USE_CPU}, or set [contact] normal = \"hooke\".")

@@ -347,7 +347,6 @@ def test_runaway_speed_stops_the_run_as_on_the_cpu(rt_device):
 
 
 REFUSED = {
-    "verlet": (dict(integrator="verlet"), "semi-implicit Euler"),
     "hertz": (dict(contact_normal="hertz"), "linear (Hooke)"),
     "friction cap": (dict(friction_cap="absolute"), "friction cap"),
     "force field": (dict(fields=(ForceField(kind="uniform", vector=(1.0, 0.0, 0.0)),)), "force fields"),
@@ -377,11 +376,12 @@ def test_real_glued_and_rigid_bodies_are_refused():
         assert "glued or rigid bodies" in rt_refusal(setup.model)
 
 
-def test_rotation_rolling_resistance_and_cohesion_are_accepted():
+def test_rotation_rolling_resistance_cohesion_and_verlet_are_accepted():
     assert rt_refusal(_changed(rotation=True)) is None
     rolling_cohesive = (Material(name="a", rolling_friction=0.1, cohesion=1.0e3), Material(name="b"))
     assert rt_refusal(_changed(rotation=True, materials=rolling_cohesive)) is None
     assert rt_refusal(_changed(materials=rolling_cohesive)) is None  # cohesion without rotation too
+    assert rt_refusal(_changed(integrator="verlet")) is None
 
 
 def test_spring_friction_without_friction_is_the_damper_and_accepted():
