@@ -9,8 +9,8 @@ within 0.2 m/s² of the CPU's (on accelerations of up to 1.4e3 m/s²): a contact
 and the positions' float32 differences (≤ 3e-7 m) give 2e3 N/m · 3e-7 m / 1.7 g = 0.35 m/s² on the
 lightest grain; measured 9e-3 to 4.3e-2 m/s². Euler ends more than 20 times the position bound away from
 Verlet on these scenes, so the integrators are told apart. Made wrong on purpose, each failed: the drift
-left without its half kick (the trajectory test), and the stored accelerations not restored on a resume
-(the resume test).
+left without its half kick (the trajectory test), the stored accelerations not restored on a resume (the
+resume and bake tests), and the wall rolling springs not restored (the bake test).
 """
 
 from __future__ import annotations
@@ -91,3 +91,34 @@ def test_a_resume_with_verlet_gives_the_same_bits(rt_device, friction_model):
     second.step(STEPS // 2)
     _assert_same_state(second.get_state(), straight_backend.get_state())
     _assert_same_history(second.get_contact_history(), straight_backend.get_contact_history())
+
+
+def test_an_rt_bake_with_rotation_rolling_and_verlet_resumes_from_its_cache_bit_for_bit(rt_device, tmp_path):
+    """test_rt_backend's bake test on its tilted pile with rotating grains, rolling friction 0.2 and
+    velocity Verlet: the cache holds the rolling springs and the stored accelerations, in the CPU
+    backend's keys, and the resumed bake writes the same frame files, byte for byte."""
+    from engine.bake import BakeProgress, bake
+    from engine.cache import read_history
+
+    from .test_rt_backend import tilted_pile
+
+    setup = tilted_pile()
+    physics = setup.model.physics
+    physics = dataclasses.replace(
+        physics, rotation=True, integrator="verlet",
+        materials=tuple(dataclasses.replace(m, rolling_friction=0.2) for m in physics.materials),
+        domain=dataclasses.replace(physics.domain, wall_rolling_friction=0.2))
+    setup = dataclasses.replace(setup, model=dataclasses.replace(setup.model, physics=physics))
+    bake(setup, tmp_path / "full", frames=3, backend="rt")
+    progress = BakeProgress()
+    bake(setup, tmp_path / "part", frames=3, backend="rt", progress=progress,
+         on_frame=lambda p: p.request_cancel() if p.frames_done == 2 else None)
+    assert progress.cancelled
+    history = read_history(tmp_path / "part", 2)
+    assert sorted(history) == sorted(["pair_i", "pair_j", "pair_spring", "wall_spring", "pair_rolling",
+                                      "wall_rolling", "acceleration", "angular_acceleration"])
+    assert np.abs(history["pair_rolling"]).max() > 0.0 and np.abs(history["acceleration"]).max() > 0.0
+    bake(None, tmp_path / "part", frames=3, backend="rt", resume=True)
+    frames = [{p.name: p.read_bytes() for p in sorted((tmp_path / name).glob("frame_*.ply"))}
+              for name in ("full", "part")]
+    assert len(frames[0]) == 3 and frames[0] == frames[1]
