@@ -1,4 +1,5 @@
-"""The rt backend: the Mochi paper's model stepped through portable ray tracing (slangpy).
+"""The rt backend: the Mochi paper's model, and rotation, rolling, cohesion and Verlet, stepped through
+portable ray tracing (slangpy).
 
 Issue 28's backend. Every step, in three timed phases:
 

@@ -1,6 +1,6 @@
 """What the rt backend steps today, and the one sentence that refuses everything else.
 
-Issue 28's rt backend steps the Mochi paper's model: the linear (Hooke) normal law with Mochi's friction
+Issue 28's rt backend steps the Mochi paper's model and more: the linear (Hooke) normal law with Mochi's friction
 cap, either friction model (history-free 'damper', or 'spring': tangential springs per contact and per
 wall side, static friction), grains that rotate or not (the full law's friction and rolling torques,
 rolling springs per contact and per wall side), SJKR cohesion, semi-implicit Euler or velocity Verlet,
