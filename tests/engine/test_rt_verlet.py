@@ -10,7 +10,8 @@ and the positions' float32 differences (≤ 3e-7 m) give 2e3 N/m · 3e-7 m / 1.7
 lightest grain; measured 9e-3 to 4.3e-2 m/s². Euler ends more than 20 times the position bound away from
 Verlet on these scenes, so the integrators are told apart. Made wrong on purpose, each failed: the drift
 left without its half kick (the trajectory test), the stored accelerations not restored on a resume (the
-resume and bake tests), and the wall rolling springs not restored (the bake test).
+resume and bake tests, and the CPU history's resume on rt), and the wall rolling springs not restored (the
+bake test).
 """
 
 from __future__ import annotations
@@ -122,3 +123,26 @@ def test_an_rt_bake_with_rotation_rolling_and_verlet_resumes_from_its_cache_bit_
     frames = [{p.name: p.read_bytes() for p in sorted((tmp_path / name).glob("frame_*.ply"))}
               for name in ("full", "part")]
     assert len(frames[0]) == 3 and frames[0] == frames[1]
+
+
+def test_a_cpu_verlet_history_resumes_on_rt(rt_device):
+    """50 Verlet steps on the CPU (rotation, rolling friction, cohesion, springs), its state and history to
+    rt, 50 more: within the bounds of 100 CPU steps (the history rounded to float32); without the history
+    (no accelerations, springs or rolling springs) far outside them."""
+    setup = _verlet(rolling_cohesive_box())
+    cpu = make_backend("cpu", setup.model)
+    cpu.set_state(setup.state)
+    cpu.step(STEPS // 2)
+    halfway, history = cpu.get_state(), cpu.get_contact_history()
+    cpu.step(STEPS // 2)
+    reference = cpu.get_state()
+    resumed = _rt(setup.model, rt_device)
+    resumed.set_state(halfway)
+    resumed.set_contact_history(history)
+    resumed.step(STEPS // 2)
+    rt = resumed.get_state()
+    assert np.abs(rt.positions - reference.positions).max() <= POSITION_TOLERANCE
+    assert np.abs(rt.velocities - reference.velocities).max() <= VELOCITY_TOLERANCE
+    assert np.abs(rt.angular_velocities - reference.angular_velocities).max() <= OMEGA_TOLERANCE
+    forgetful = _run(_rt(setup.model, rt_device), halfway, STEPS // 2)
+    assert np.abs(forgetful.velocities - reference.velocities).max() > 100 * VELOCITY_TOLERANCE
