@@ -105,7 +105,7 @@ def test_100_steps_match_the_cpu(rt_device, gravity, friction_model):
     assert np.abs(rt.velocities - cpu.velocities).max() <= VELOCITY_TOLERANCE
     np.testing.assert_array_equal(rt.active, cpu.active)
     if friction_model == "spring":
-        _assert_springs_close(rt_backend.get_contact_history(), cpu_backend.get_contact_history())
+        assert_springs_close(rt_backend.get_contact_history(), cpu_backend.get_contact_history())
 
 
 def test_grains_leave_through_an_open_side_as_on_the_cpu(rt_device):
@@ -122,15 +122,46 @@ def test_grains_leave_through_an_open_side_as_on_the_cpu(rt_device):
 
 @pytest.mark.parametrize("friction_model", FRICTION_MODELS)
 def test_a_rerun_gives_the_same_bits(rt_device, friction_model):
-    setup = two_radius_box(friction_model=friction_model)
+    histories = assert_a_rerun_gives_the_same_bits(two_radius_box(friction_model=friction_model), rt_device)
+    if friction_model == "damper":
+        assert histories[0] is None  # the damper keeps no history
+
+
+def assert_a_rerun_gives_the_same_bits(setup, rt_device):
+    """Two rt runs of STEPS steps from ``setup``: the same state (ω and orientations too) and contact
+    history, bit for bit. Returns both histories."""
     runs = [_rt(setup.model, rt_device) for _ in range(2)]
     first, second = (_run(backend, setup.state, STEPS) for backend in runs)
-    np.testing.assert_array_equal(first.positions, second.positions)
-    np.testing.assert_array_equal(first.velocities, second.velocities)
-    if friction_model == "spring":
-        _assert_same_history(runs[0].get_contact_history(), runs[1].get_contact_history())
-    else:
-        assert runs[0].get_contact_history() is None  # the damper keeps no history
+    assert_same_state(first, second)
+    histories = [backend.get_contact_history() for backend in runs]
+    if histories[0] is not None:
+        _assert_same_history(*histories)
+    return histories
+
+
+def assert_same_state(a, b):
+    """Two states hold the same bits (positions, velocities, ω, orientations, activity, step)."""
+    for name in ("positions", "velocities", "angular_velocities", "orientations", "active"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    assert a.step == b.step
+
+
+def bake_cancelled_and_resumed(setup, tmp_path):
+    """``setup`` baked on rt for 3 frames straight, and for 2 frames, cancelled, resumed to 3 from the cache:
+    (the straight bake's frame files, the resumed bake's, the contact history cached with frame 2)."""
+    from engine.bake import BakeProgress, bake
+    from engine.cache import read_history
+
+    bake(setup, tmp_path / "full", frames=3, backend="rt")
+    progress = BakeProgress()
+    bake(setup, tmp_path / "part", frames=3, backend="rt", progress=progress,
+         on_frame=lambda p: p.request_cancel() if p.frames_done == 2 else None)
+    assert progress.cancelled
+    history = read_history(tmp_path / "part", 2)
+    bake(None, tmp_path / "part", frames=3, backend="rt", resume=True)
+    straight, resumed = ({p.name: p.read_bytes() for p in sorted((tmp_path / name).glob("frame_*.ply"))}
+                         for name in ("full", "part"))
+    return straight, resumed, history
 
 
 def _assert_same_history(a, b):
@@ -150,6 +181,30 @@ def _far(setup, offset):
     return model, dataclasses.replace(setup.state, positions=positions)
 
 
+def resume_halfway(model, state, rt_device):
+    """(straight, resumed, halfway, history): two rt backends stepped STEPS steps from ``state`` with a
+    frame boundary (``begin_frame``) at step 0 and STEPS / 2, as a bake has them; ``resumed`` was built
+    halfway from the first half's state (``halfway``) and contact history (``history``, None when the
+    backend keeps none)."""
+    straight = _rt(model, rt_device)
+    straight.set_state(state)
+    for _ in range(2):
+        straight.begin_frame()
+        straight.step(STEPS // 2)
+    first, resumed = _rt(model, rt_device), _rt(model, rt_device)
+    first.set_state(state)
+    first.begin_frame()
+    first.step(STEPS // 2)
+    halfway = first.get_state()
+    resumed.set_state(halfway)
+    history = first.get_contact_history()
+    if history is not None:
+        resumed.set_contact_history(history)
+    resumed.begin_frame()
+    resumed.step(STEPS // 2)
+    return straight, resumed, halfway, history
+
+
 @pytest.mark.parametrize("friction_model", FRICTION_MODELS)
 @pytest.mark.parametrize("offset", [(0.0, 0.0, 0.0), (1.0e4, -2.5e3, 7.0e3)], ids=["near", "far"])
 def test_a_resume_gives_the_same_bits(rt_device, offset, friction_model):
@@ -158,25 +213,10 @@ def test_a_resume_gives_the_same_bits(rt_device, offset, friction_model):
     at step 0 and step 50 on both paths; far from the world origin it rounds the local positions to what
     the frame holds."""
     model, state = _far(two_radius_box(friction_model=friction_model), np.array(offset))
-    straight_backend = _rt(model, rt_device)
-    straight_backend.set_state(state)
-    for _ in range(2):
-        straight_backend.begin_frame()
-        straight_backend.step(STEPS // 2)
-    straight = straight_backend.get_state()
-    first, second = _rt(model, rt_device), _rt(model, rt_device)
-    first.set_state(state)
-    first.begin_frame()
-    first.step(STEPS // 2)
-    second.set_state(first.get_state())
-    history = first.get_contact_history()
+    straight_backend, second, _, history = resume_halfway(model, state, rt_device)
+    straight, resumed = straight_backend.get_state(), second.get_state()
     if friction_model == "spring":
         assert len(history["pair_i"]) > 50 and np.abs(history["wall_spring"]).max() > 0.0  # springs to carry
-        second.set_contact_history(history)
-    second.begin_frame()
-    second.step(STEPS // 2)
-    resumed = second.get_state()
-    if friction_model == "spring":
         _assert_same_history(second.get_contact_history(), straight_backend.get_contact_history())
     assert resumed.step == straight.step == STEPS
     np.testing.assert_array_equal(resumed.positions, straight.positions)
@@ -206,25 +246,29 @@ def tilted_pile(*, friction_model="spring"):
                              integrator="euler")
 
 
-def _spring_map(history):
-    """{(i, j): ξ as seen from i} of a history's pair springs, every pair with i < j."""
+def _pair_map(history, key, *, signed):
+    """{(i, j): value as seen from i} of a history's per-pair ``key`` ('pair_spring', 'pair_rolling'),
+    every pair with i < j; ``signed``: the value flips sign seen from the other grain (a tangential spring;
+    a rolling spring does not)."""
     out = {}
-    for i, j, spring in zip(history["pair_i"].tolist(), history["pair_j"].tolist(), history["pair_spring"]):
-        out[(i, j) if i < j else (j, i)] = spring if i < j else -spring
+    for i, j, value in zip(history["pair_i"].tolist(), history["pair_j"].tolist(), history[key]):
+        out[(min(i, j), max(i, j))] = -value if signed and i > j else value
     return out
 
 
-def _assert_springs_close(history, reference):
-    """Pair and wall springs within SPRING_TOLERANCE (a pair missing from one history has spring 0)."""
-    mine, theirs = _spring_map(history), _spring_map(reference)
+def assert_springs_close(history, reference, kind="spring"):
+    """Pair and wall springs of ``kind`` ('spring': tangential, 'rolling') within SPRING_TOLERANCE (a pair
+    missing from one history has 0), the reference's well above the tolerance (so the comparison means
+    something)."""
+    mine = _pair_map(history, f"pair_{kind}", signed=kind == "spring")
+    theirs = _pair_map(reference, f"pair_{kind}", signed=kind == "spring")
     assert len(theirs) > 20
-    # The springs compared are well above the tolerance (the comparison means something).
-    assert max(np.abs(spring).max() for spring in theirs.values()) > 20 * SPRING_TOLERANCE
-    assert np.abs(reference["wall_spring"]).max() > 20 * SPRING_TOLERANCE
+    assert max(np.abs(value).max() for value in theirs.values()) > 20 * SPRING_TOLERANCE
+    assert np.abs(reference[f"wall_{kind}"]).max() > 20 * SPRING_TOLERANCE
     zero = np.zeros(3)
     worst = max(np.abs(mine.get(pair, zero) - theirs.get(pair, zero)).max() for pair in set(mine) | set(theirs))
     assert worst <= SPRING_TOLERANCE
-    assert np.abs(history["wall_spring"] - reference["wall_spring"]).max() <= SPRING_TOLERANCE
+    assert np.abs(history[f"wall_{kind}"] - reference[f"wall_{kind}"]).max() <= SPRING_TOLERANCE
 
 
 def test_a_pile_held_by_static_friction_matches_the_cpu_and_rests(rt_device):
@@ -239,7 +283,7 @@ def test_a_pile_held_by_static_friction_matches_the_cpu_and_rests(rt_device):
     assert np.abs(damper.velocities - cpu.velocities).max() > 5 * VELOCITY_TOLERANCE
     assert np.abs(rt.positions - cpu.positions).max() <= POSITION_TOLERANCE
     assert np.abs(rt.velocities - cpu.velocities).max() <= VELOCITY_TOLERANCE
-    _assert_springs_close(rt_backend.get_contact_history(), cpu_backend.get_contact_history())
+    assert_springs_close(rt_backend.get_contact_history(), cpu_backend.get_contact_history())
     # 400 steps more: held by its springs the pile rests; the damper lets the same pile creep downhill.
     rt_backend.step(4 * STEPS)
     assert np.linalg.norm(rt_backend.get_state().velocities, axis=1).max() < 1e-5
@@ -261,7 +305,7 @@ def test_a_cpu_history_resumes_on_rt(rt_device):
     cpu.step(STEPS // 2)
     assert np.abs(rt.get_state().positions - cpu.get_state().positions).max() <= POSITION_TOLERANCE
     assert np.abs(rt.get_state().velocities - cpu.get_state().velocities).max() <= VELOCITY_TOLERANCE
-    _assert_springs_close(rt.get_contact_history(), cpu.get_contact_history())
+    assert_springs_close(rt.get_contact_history(), cpu.get_contact_history())
 
 
 def test_the_two_rows_of_a_pair_hold_opposite_springs_bit_for_bit(rt_device):
@@ -293,22 +337,10 @@ def test_an_rt_bake_resumes_from_its_cache_bit_for_bit(rt_device, tmp_path):
     """mochi's bake on rt: 3 frames straight, and 2 frames, cancelled, resumed to 3 from the cache (state
     and springs read back from disk): the same frame files, byte for byte. The cache holds the springs in
     the CPU backend's keys."""
-    from engine.bake import BakeProgress, bake
-    from engine.cache import read_history
-
-    setup = tilted_pile()
-    bake(setup, tmp_path / "full", frames=3, backend="rt")
-    progress = BakeProgress()
-    bake(setup, tmp_path / "part", frames=3, backend="rt", progress=progress,
-         on_frame=lambda p: p.request_cancel() if p.frames_done == 2 else None)
-    assert progress.cancelled
-    history = read_history(tmp_path / "part", 2)
+    straight, resumed, history = bake_cancelled_and_resumed(tilted_pile(), tmp_path)
     assert sorted(history) == ["pair_i", "pair_j", "pair_spring", "wall_spring"]
     assert len(history["pair_i"]) > 20 and np.abs(history["wall_spring"]).max() > 0.0
-    bake(None, tmp_path / "part", frames=3, backend="rt", resume=True)
-    frames = [{p.name: p.read_bytes() for p in sorted((tmp_path / name).glob("frame_*.ply"))}
-              for name in ("full", "part")]
-    assert len(frames[0]) == 3 and frames[0] == frames[1]
+    assert len(straight) == 3 and straight == resumed
 
 
 def test_contact_pairs_equal_the_brute_force_oracle(rt_device):

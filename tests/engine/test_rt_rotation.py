@@ -32,14 +32,23 @@ import numpy as np
 import pytest
 
 from engine.backends import make_backend
-from engine.model import Material
 
-from .test_rt_backend import (FRICTION_MODELS, POSITION_TOLERANCE, SPRING_TOLERANCE, STEPS, VELOCITY_TOLERANCE,
-                              _assert_same_history, _assert_springs_close, _far, _rt, _run, two_radius_box)
+from .test_rt_backend import (FRICTION_MODELS, POSITION_TOLERANCE, STEPS, VELOCITY_TOLERANCE, _assert_same_history,
+                              _far, _rt, _run, assert_a_rerun_gives_the_same_bits, assert_same_state,
+                              assert_springs_close, resume_halfway, two_radius_box)
 
 #: Tolerances of rt against cpu after 100 steps (see the module docstring).
 OMEGA_TOLERANCE = 5e-3  # [rad/s]
 ORIENTATION_TOLERANCE = 1e-5  # quaternion components
+
+
+def assert_rotating_state_close(rt, cpu):
+    """rt's state within the tolerances of the CPU's: positions, velocities, ω and orientations."""
+    assert np.abs(rt.positions - cpu.positions).max() <= POSITION_TOLERANCE
+    assert np.abs(rt.velocities - cpu.velocities).max() <= VELOCITY_TOLERANCE
+    assert np.abs(rt.angular_velocities - cpu.angular_velocities).max() <= OMEGA_TOLERANCE
+    assert np.abs(rt.orientations - cpu.orientations).max() <= ORIENTATION_TOLERANCE
+    np.testing.assert_array_equal(rt.active, cpu.active)
 
 
 @pytest.mark.parametrize("friction_model", FRICTION_MODELS)
@@ -58,7 +67,7 @@ def test_100_steps_of_rotating_grains_match_the_cpu(rt_device, friction_model):
     assert np.abs(rt.orientations - cpu.orientations).max() <= ORIENTATION_TOLERANCE
     np.testing.assert_array_equal(rt.active, cpu.active)
     if friction_model == "spring":
-        _assert_springs_close(rt_backend.get_contact_history(), cpu_backend.get_contact_history())
+        assert_springs_close(rt_backend.get_contact_history(), cpu_backend.get_contact_history())
 
 
 def rolling_cohesive_box(*, friction_model="spring", rolling=0.1, cohesion=2.0e4):
@@ -74,24 +83,6 @@ def rolling_cohesive_box(*, friction_model="spring", rolling=0.1, cohesion=2.0e4
     return dataclasses.replace(setup, model=dataclasses.replace(setup.model, physics=physics))
 
 
-def _rolling_map(history):
-    """{(i, j): ξ_r} of a history's pair rolling springs, every pair with i < j (ξ_r needs no sign)."""
-    return {(min(i, j), max(i, j)): rolling
-            for i, j, rolling in zip(history["pair_i"].tolist(), history["pair_j"].tolist(), history["pair_rolling"])}
-
-
-def _assert_rolling_close(history, reference):
-    """Pair and wall rolling springs within SPRING_TOLERANCE (a pair missing from one history: 0)."""
-    mine, theirs = _rolling_map(history), _rolling_map(reference)
-    assert len(theirs) > 20
-    assert max(np.abs(rolling).max() for rolling in theirs.values()) > 20 * SPRING_TOLERANCE
-    assert np.abs(reference["wall_rolling"]).max() > 20 * SPRING_TOLERANCE
-    zero = np.zeros(3)
-    worst = max(np.abs(mine.get(pair, zero) - theirs.get(pair, zero)).max() for pair in set(mine) | set(theirs))
-    assert worst <= SPRING_TOLERANCE
-    assert np.abs(history["wall_rolling"] - reference["wall_rolling"]).max() <= SPRING_TOLERANCE
-
-
 @pytest.mark.parametrize("friction_model", FRICTION_MODELS)
 def test_100_steps_with_rolling_resistance_and_cohesion_match_the_cpu(rt_device, friction_model):
     setup = rolling_cohesive_box(friction_model=friction_model)
@@ -105,22 +96,12 @@ def test_100_steps_with_rolling_resistance_and_cohesion_match_the_cpu(rt_device,
     without_cohesion = _run(make_backend("cpu", rolling_cohesive_box(friction_model=friction_model,
                                                                      cohesion=0.0).model), setup.state, STEPS)
     assert np.abs(without_cohesion.positions - cpu.positions).max() > 20 * POSITION_TOLERANCE
-    assert np.abs(rt.positions - cpu.positions).max() <= POSITION_TOLERANCE
-    assert np.abs(rt.velocities - cpu.velocities).max() <= VELOCITY_TOLERANCE
-    assert np.abs(rt.angular_velocities - cpu.angular_velocities).max() <= OMEGA_TOLERANCE
-    assert np.abs(rt.orientations - cpu.orientations).max() <= ORIENTATION_TOLERANCE
-    np.testing.assert_array_equal(rt.active, cpu.active)
+    assert_rotating_state_close(rt, cpu)
     history, reference = rt_backend.get_contact_history(), cpu_backend.get_contact_history()
     assert list(history) == list(reference)  # the CPU's keys: rolling springs with either friction model
-    _assert_rolling_close(history, reference)
+    assert_springs_close(history, reference, "rolling")
     if friction_model == "spring":
-        _assert_springs_close(history, reference)
-
-
-def _assert_same_state(a, b):
-    for name in ("positions", "velocities", "angular_velocities", "orientations", "active"):
-        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
-    assert a.step == b.step
+        assert_springs_close(history, reference)
 
 
 SCENES = {"friction torques": lambda: two_radius_box(friction_model="spring", rotation=True),
@@ -129,11 +110,7 @@ SCENES = {"friction torques": lambda: two_radius_box(friction_model="spring", ro
 
 @pytest.mark.parametrize("scene", SCENES)
 def test_a_rerun_of_rotating_grains_gives_the_same_bits(rt_device, scene):
-    setup = SCENES[scene]()
-    runs = [_rt(setup.model, rt_device) for _ in range(2)]
-    first, second = (_run(backend, setup.state, STEPS) for backend in runs)
-    _assert_same_state(first, second)
-    _assert_same_history(runs[0].get_contact_history(), runs[1].get_contact_history())
+    assert_a_rerun_gives_the_same_bits(SCENES[scene](), rt_device)
 
 
 @pytest.mark.parametrize("scene", SCENES)
@@ -141,23 +118,9 @@ def test_a_resume_of_rotating_grains_gives_the_same_bits(rt_device, scene):
     """As test_rt_backend's resume test, far from the world origin, with ω and q carried by the state (and
     the rolling springs by the history)."""
     model, state = _far(SCENES[scene](), np.array((1.0e4, -2.5e3, 7.0e3)))
-    straight_backend = _rt(model, rt_device)
-    straight_backend.set_state(state)
-    for _ in range(2):
-        straight_backend.begin_frame()
-        straight_backend.step(STEPS // 2)
-    first, second = _rt(model, rt_device), _rt(model, rt_device)
-    first.set_state(state)
-    first.begin_frame()
-    first.step(STEPS // 2)
-    halfway = first.get_state()
+    straight_backend, second, halfway, history = resume_halfway(model, state, rt_device)
     assert np.abs(halfway.angular_velocities).max() > 10.0  # spins to carry
-    second.set_state(halfway)
-    history = first.get_contact_history()
     if scene == "rolling and cohesion":  # rolling springs to carry
         assert np.abs(history["pair_rolling"]).max() > 0.0 and np.abs(history["wall_rolling"]).max() > 0.0
-    second.set_contact_history(history)
-    second.begin_frame()
-    second.step(STEPS // 2)
-    _assert_same_state(second.get_state(), straight_backend.get_state())
+    assert_same_state(second.get_state(), straight_backend.get_state())
     _assert_same_history(second.get_contact_history(), straight_backend.get_contact_history())

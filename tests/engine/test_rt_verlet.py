@@ -24,8 +24,9 @@ import pytest
 from engine.backends import make_backend
 
 from .test_rt_backend import (FRICTION_MODELS, POSITION_TOLERANCE, STEPS, VELOCITY_TOLERANCE, _assert_same_history,
-                              _far, _rt, _run, two_radius_box)
-from .test_rt_rotation import (ORIENTATION_TOLERANCE, OMEGA_TOLERANCE, _assert_same_state, rolling_cohesive_box)
+                              _far, _rt, _run, assert_a_rerun_gives_the_same_bits, assert_same_state,
+                              bake_cancelled_and_resumed, resume_halfway, two_radius_box)
+from .test_rt_rotation import OMEGA_TOLERANCE, assert_rotating_state_close, rolling_cohesive_box
 
 ACCELERATION_TOLERANCE = 0.2  # [m/s²] (see the module docstring)
 
@@ -50,11 +51,7 @@ def test_100_verlet_steps_match_the_cpu(rt_device, scene, friction_model):
     cpu_euler = _run(make_backend("cpu", euler.model), euler.state, STEPS)
     assert np.abs(cpu_euler.positions - cpu.positions).max() > 20 * POSITION_TOLERANCE
     assert rt.step == cpu.step == STEPS
-    assert np.abs(rt.positions - cpu.positions).max() <= POSITION_TOLERANCE
-    assert np.abs(rt.velocities - cpu.velocities).max() <= VELOCITY_TOLERANCE
-    assert np.abs(rt.angular_velocities - cpu.angular_velocities).max() <= OMEGA_TOLERANCE
-    assert np.abs(rt.orientations - cpu.orientations).max() <= ORIENTATION_TOLERANCE
-    np.testing.assert_array_equal(rt.active, cpu.active)
+    assert_rotating_state_close(rt, cpu)
     history, reference = rt_backend.get_contact_history(), cpu_backend.get_contact_history()
     assert list(history) == list(reference)  # the CPU's keys, the accelerations included
     assert np.abs(reference["acceleration"]).max() > 100 * ACCELERATION_TOLERANCE
@@ -62,11 +59,7 @@ def test_100_verlet_steps_match_the_cpu(rt_device, scene, friction_model):
 
 
 def test_a_rerun_with_verlet_gives_the_same_bits(rt_device):
-    setup = _verlet(rolling_cohesive_box())
-    runs = [_rt(setup.model, rt_device) for _ in range(2)]
-    first, second = (_run(backend, setup.state, STEPS) for backend in runs)
-    _assert_same_state(first, second)
-    _assert_same_history(runs[0].get_contact_history(), runs[1].get_contact_history())
+    assert_a_rerun_gives_the_same_bits(_verlet(rolling_cohesive_box()), rt_device)
 
 
 @pytest.mark.parametrize("friction_model", FRICTION_MODELS)
@@ -75,22 +68,9 @@ def test_a_resume_with_verlet_gives_the_same_bits(rt_device, friction_model):
     carried by the history (the damper's history holds only them and the rolling springs)."""
     model, state = _far(_verlet(rolling_cohesive_box(friction_model=friction_model)),
                         np.array((1.0e4, -2.5e3, 7.0e3)))
-    straight_backend = _rt(model, rt_device)
-    straight_backend.set_state(state)
-    for _ in range(2):
-        straight_backend.begin_frame()
-        straight_backend.step(STEPS // 2)
-    first, second = _rt(model, rt_device), _rt(model, rt_device)
-    first.set_state(state)
-    first.begin_frame()
-    first.step(STEPS // 2)
-    second.set_state(first.get_state())
-    history = first.get_contact_history()
+    straight_backend, second, _, history = resume_halfway(model, state, rt_device)
     assert np.abs(history["acceleration"]).max() > 0.0
-    second.set_contact_history(history)
-    second.begin_frame()
-    second.step(STEPS // 2)
-    _assert_same_state(second.get_state(), straight_backend.get_state())
+    assert_same_state(second.get_state(), straight_backend.get_state())
     _assert_same_history(second.get_contact_history(), straight_backend.get_contact_history())
 
 
@@ -98,9 +78,6 @@ def test_an_rt_bake_with_rotation_rolling_and_verlet_resumes_from_its_cache_bit_
     """test_rt_backend's bake test on its tilted pile with rotating grains, rolling friction 0.2 and
     velocity Verlet: the cache holds the rolling springs and the stored accelerations, in the CPU
     backend's keys, and the resumed bake writes the same frame files, byte for byte."""
-    from engine.bake import BakeProgress, bake
-    from engine.cache import read_history
-
     from .test_rt_backend import tilted_pile
 
     setup = tilted_pile()
@@ -110,19 +87,11 @@ def test_an_rt_bake_with_rotation_rolling_and_verlet_resumes_from_its_cache_bit_
         materials=tuple(dataclasses.replace(m, rolling_friction=0.2) for m in physics.materials),
         domain=dataclasses.replace(physics.domain, wall_rolling_friction=0.2))
     setup = dataclasses.replace(setup, model=dataclasses.replace(setup.model, physics=physics))
-    bake(setup, tmp_path / "full", frames=3, backend="rt")
-    progress = BakeProgress()
-    bake(setup, tmp_path / "part", frames=3, backend="rt", progress=progress,
-         on_frame=lambda p: p.request_cancel() if p.frames_done == 2 else None)
-    assert progress.cancelled
-    history = read_history(tmp_path / "part", 2)
+    straight, resumed, history = bake_cancelled_and_resumed(setup, tmp_path)
     assert sorted(history) == sorted(["pair_i", "pair_j", "pair_spring", "wall_spring", "pair_rolling",
                                       "wall_rolling", "acceleration", "angular_acceleration"])
     assert np.abs(history["pair_rolling"]).max() > 0.0 and np.abs(history["acceleration"]).max() > 0.0
-    bake(None, tmp_path / "part", frames=3, backend="rt", resume=True)
-    frames = [{p.name: p.read_bytes() for p in sorted((tmp_path / name).glob("frame_*.ply"))}
-              for name in ("full", "part")]
-    assert len(frames[0]) == 3 and frames[0] == frames[1]
+    assert len(straight) == 3 and straight == resumed
 
 
 def test_a_cpu_verlet_history_resumes_on_rt(rt_device):
