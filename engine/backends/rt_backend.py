@@ -113,10 +113,9 @@ class BackendRt(Backend):
         self.rt = device if isinstance(device, RtDevice) else open_rt_device(device)
         self._spy = __import__("slangpy")
         self.search = RayTracedPairs(self.rt)
-        device = self.rt.device
         self._forces, self._integrate, self._drift = (
-            device.create_compute_kernel(device.load_program(KERNEL_SOURCE, [entry]))
-            for entry in ("rt_step_forces", "rt_step_integrate", "rt_step_drift"))
+            self.rt.compute_kernel(KERNEL_SOURCE, entry) for entry in ("rt_step_forces", "rt_step_integrate",
+                                                                       "rt_step_drift"))
         physics = model.physics
         prepared = prepare_physics(physics)
         self.origin, self.lo, self.hi = prepared.origin, prepared.lo, prepared.hi
@@ -131,11 +130,11 @@ class BackendRt(Backend):
                                    axis=-1).reshape(-1, 4),
             "g_wall_law": np.stack([prepared.wall_beta, prepared.wall_mu, prepared.wall_roll, prepared.wall_cohesion],
                                    axis=-1)}
-        self._tables = {name: self._buffer(values.astype(np.float32)) for name, values in table.items()}
-        self._material = self._buffer(model.material_index.astype(np.uint32))
-        self._diag = self._buffer(np.zeros(3, np.uint32), write=True)
-        self._force = self._buffer(np.zeros((self.count, 4), np.float32), write=True)
-        self._torque = self._buffer(np.zeros((self.count, 4), np.float32), write=True)
+        self._tables = {name: self.rt.buffer(values.astype(np.float32)) for name, values in table.items()}
+        self._material = self.rt.buffer(model.material_index.astype(np.uint32))
+        self._diag = self.rt.buffer(np.zeros(3, np.uint32), write=True)
+        self._force = self.rt.buffer(np.zeros((self.count, 4), np.float32), write=True)
+        self._torque = self.rt.buffer(np.zeros((self.count, 4), np.float32), write=True)
         self.rotation = bool(physics.rotation)
         # The law's full form wherever the CPU backend takes it (rolling resistance is zero without rotation).
         self.rolling = prepared.rolling
@@ -143,9 +142,9 @@ class BackendRt(Backend):
         self.full = self.rotation or prepared.cohesive or not self.euler
         # Velocity Verlet: the accelerations a, α of the current state, stored by the kick for the next
         # drift (the CPU's acc/alpha); computed once at the start (``primed``) or restored from a history.
-        self._acc, self._alpha = (self._buffer(np.zeros((self.count, 4), np.float32), write=True) for _ in range(2))
+        self._acc, self._alpha = (self.rt.buffer(np.zeros((self.count, 4), np.float32), write=True) for _ in range(2))
         self.primed = False
-        self._row_start = self._buffer(np.zeros(self.count + 1, np.uint32))
+        self._row_start = self.rt.buffer(np.zeros(self.count + 1, np.uint32))
         # Friction model 'spring' (engine.backends.rt_springs): one ξ per row entry, and per grain and wall
         # side. Without friction both models give F_t = 0, and the CPU backend then keeps no springs either.
         self.spring = physics.friction_model == "spring" and frictional(physics)
@@ -154,8 +153,8 @@ class BackendRt(Backend):
         self._spring = self._rolling = None  # float4 per row entry, grown with the partner buffer
         # Bound from the start: Verlet's drift, the first kernel after a resume, runs before any rows exist.
         self._allocate_rows(16)
-        self._wall_spring = self._buffer(np.zeros((6 * self.count, 4), np.float32), write=True)
-        self._wall_rolling = self._buffer(np.zeros((6 * self.count if self.rolling else 1, 4), np.float32),
+        self._wall_spring = self.rt.buffer(np.zeros((6 * self.count, 4), np.float32), write=True)
+        self._wall_rolling = self.rt.buffer(np.zeros((6 * self.count if self.rolling else 1, 4), np.float32),
                                           write=True)
         # The histories of the rows last stepped (or restored), on the host: keys int64 (P,), ξ and ξ_r
         # float32 (P, 6).
@@ -177,11 +176,6 @@ class BackendRt(Backend):
         self.steps_since_rebuild = 0
 
     # --- device buffers ---------------------------------------------------------------------------
-    def _buffer(self, data: np.ndarray, *, write: bool = False):
-        usage = self._spy.BufferUsage
-        flags = usage.shader_resource | usage.unordered_access if write else usage.shader_resource
-        return self.rt.device.create_buffer(usage=flags, data=np.ascontiguousarray(data))
-
     def _rows(self, buffer) -> np.ndarray:
         """A per-grain float4 buffer's rows, float32 (n, 4) (a copy)."""
         return buffer.to_numpy().view(np.float32)[: 4 * self.count].reshape(self.count, 4).copy()
@@ -199,14 +193,14 @@ class BackendRt(Backend):
         vel = np.empty((self.count, 4), np.float32)
         vel[:, :3] = state.velocities
         vel[:, 3] = m.mass
-        self._pos = self._buffer(pos, write=True)
-        self._vel = self._buffer(vel, write=True)
-        self._active = self._buffer(np.asarray(state.active).astype(np.uint32), write=True)
+        self._pos = self.rt.buffer(pos, write=True)
+        self._vel = self.rt.buffer(vel, write=True)
+        self._active = self.rt.buffer(np.asarray(state.active).astype(np.uint32), write=True)
         # ω and q are carried as they came without rotation (as the CPU backend carries them).
         omega = np.zeros((self.count, 4), np.float32)
         omega[:, :3] = state.angular_velocities
-        self._omega = self._buffer(omega, write=True)
-        self._quat = self._buffer(np.ascontiguousarray(state.orientations, np.float32), write=True)
+        self._omega = self.rt.buffer(omega, write=True)
+        self._quat = self.rt.buffer(np.ascontiguousarray(state.orientations, np.float32), write=True)
         self.step_index = int(state.step)
         self.needs_rebuild = True
         self.primed = False  # a state alone has no stored accelerations (set_contact_history restores them)
@@ -307,9 +301,9 @@ class BackendRt(Backend):
     def _allocate_rows(self, capacity: int) -> None:
         """Partner, spring and rolling buffers for ``capacity`` row entries (at least 16), zeroed."""
         self._partner_capacity = max(16, capacity)
-        self._partner = self._buffer(np.zeros(self._partner_capacity, np.uint32))
+        self._partner = self.rt.buffer(np.zeros(self._partner_capacity, np.uint32))
         self._spring, self._rolling = (
-            self._buffer(np.zeros((self._partner_capacity if kept else 1, 4), np.float32), write=True)
+            self.rt.buffer(np.zeros((self._partner_capacity if kept else 1, 4), np.float32), write=True)
             for kept in (self.spring, self.rolling))
 
     def _read_springs(self) -> None:

@@ -99,8 +99,7 @@ class RayTracedPairs:
     def _compile(self) -> None:
         device = self.rt.device
         if self.entry == "ray_query":
-            program = device.load_program(KERNEL_SOURCE, ["pairs_ray_query"])
-            self._kernel = device.create_compute_kernel(program)
+            self._kernel = self.rt.compute_kernel(KERNEL_SOURCE, "pairs_ray_query")
             return
         spy = self._spy
         program = device.load_program(KERNEL_SOURCE, ["pairs_raygen", "pairs_miss", "pairs_intersection"])
@@ -154,11 +153,10 @@ class RayTracedPairs:
         if self._count == 0:
             return
         spheres = self._spheres_local(positions)
-        self._sphere_buffer = device.create_buffer(usage=usage.shader_resource, data=spheres)
+        self._sphere_buffer = self.rt.buffer(spheres)
         self._box_buffer = device.create_buffer(
             usage=usage.shader_resource | usage.acceleration_structure_build_input, data=self._boxes(spheres))
-        self._counter = device.create_buffer(usage=usage.unordered_access | usage.shader_resource,
-                                             data=np.zeros(1, np.uint32))
+        self._counter = self.rt.buffer(np.zeros(1, np.uint32), write=True)
         self._allocate_pairs(PAIRS_PER_SPHERE * self._count + 1024)
         flags = spy.AccelerationStructureBuildFlags
         geometry = spy.AccelerationStructureBuildInputProceduralPrimitives({

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..errors import MochiError
 from ..resources import data_dir
 
@@ -48,6 +50,16 @@ class RtDevice:
     def describe(self) -> str:
         entries = [name for name, ok in (("ray query", self.ray_query), ("pipeline", self.pipeline)) if ok]
         return f"{self.adapter} ({self.kind}; {', '.join(entries)})"
+
+    def buffer(self, data: np.ndarray, *, write: bool = False):
+        """A device buffer holding a copy of ``data``, readable by kernels (and writable, with ``write``)."""
+        usage = _import_slangpy().BufferUsage
+        flags = usage.shader_resource | usage.unordered_access if write else usage.shader_resource
+        return self.device.create_buffer(usage=flags, data=np.ascontiguousarray(data))
+
+    def compute_kernel(self, source: str, entry: str):
+        """The compute kernel ``entry`` of kernels/``source``, compiled for this device."""
+        return self.device.create_compute_kernel(self.device.load_program(source, [entry]))
 
 
 def _import_slangpy():

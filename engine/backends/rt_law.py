@@ -67,19 +67,13 @@ class RtContactLaw:
 
     def __init__(self, rt: RtDevice):
         self.rt = rt
-        self._spy = __import__("slangpy")
-        device = rt.device
-        self._kernels = {law: device.create_compute_kernel(device.load_program(KERNEL_SOURCE, [entry]))
-                         for law, entry in ENTRIES.items()}
+        self._kernels = {law: rt.compute_kernel(KERNEL_SOURCE, entry) for law, entry in ENTRIES.items()}
 
     def _input(self, rows: np.ndarray):
-        usage = self._spy.BufferUsage
-        return self.rt.device.create_buffer(usage=usage.shader_resource, data=np.ascontiguousarray(rows))
+        return self.rt.buffer(rows)
 
     def _output(self, rows: np.ndarray):
-        usage = self._spy.BufferUsage
-        return self.rt.device.create_buffer(usage=usage.unordered_access | usage.shader_resource,
-                                            data=np.ascontiguousarray(rows))
+        return self.rt.buffer(rows, write=True)
 
     def forces(self, *, law: str, normal, overlap, velocity, m_eff, stiffness, beta, mu, spring=None, dt=0.0,
                tangential_ratio: float, arm_i=0.0, arm_j=0.0, omega_i=None, omega_j=None, r_eff=0.0, mu_r=0.0,
