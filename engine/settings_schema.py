@@ -222,8 +222,17 @@ def surface_fields(surface: str, *, blender_only: bool = False) -> list[tuple[st
     numbers = [(attribute(s, surface), s.type,
                 dataclasses.field(default=None if s.automatic else s.default, metadata={"setting": s}))
                for s in settings_for(surface, blender_only=blender_only)]
-    return numbers + [(m.key, m.type, dataclasses.field(default=m.default, metadata={"setting": m}))
-                      for m in choices_for(surface, blender_only=blender_only)]
+    return numbers + [_choice_field(m) for m in choices_for(surface, blender_only=blender_only)]
+
+
+def _choice_field(m: ModelSetting) -> tuple[str, type, Any]:
+    """The ``make_dataclass`` field of a choice, switch or count: (key, type, field(default=...))."""
+    return m.key, m.type, dataclasses.field(default=m.default, metadata={"setting": m})
+
+
+def _choice_line(m: ModelSetting) -> str:
+    """A choice's line in a generated dataclass's docstring."""
+    return f"        {m.key}: {m.tooltip} (default {m.default!r})."
 
 
 def settings_dataclass(name: str, base: type, surface: str | tuple[str, ...] | None = None, *,
@@ -243,12 +252,11 @@ def settings_dataclass(name: str, base: type, surface: str | tuple[str, ...] | N
                   + (f" [{s.unit}]" if s.unit and f"({s.unit}" not in tooltip(s, kind) else "")
                   + (" (None: the engine chooses)." if s.automatic else f" (default {s.default:g}).")
                   for s in settings_for(kind, blender_only=blender_only)]
-        lines += [f"        {m.key}: {m.tooltip} (default {m.default!r})."
-                  for m in choices_for(kind, blender_only=blender_only)]
+        lines += [_choice_line(m) for m in choices_for(kind, blender_only=blender_only)]
     if model is not None:
         chosen = model_settings(blender_only=model == "blender")
-        fields += [(m.key, m.type, dataclasses.field(default=m.default, metadata={"setting": m})) for m in chosen]
-        lines += [f"        {m.key}: {m.tooltip} (default {m.default!r})." for m in chosen]
+        fields += [_choice_field(m) for m in chosen]
+        lines += [_choice_line(m) for m in chosen]
     heading = "\n\n    Settings (from engine.settings_schema):\n"
     doc = (base.__doc__ or "").rstrip() + heading + "\n".join(lines)
     cls = dataclasses.make_dataclass(name, fields, bases=(base,), frozen=True, eq=eq,
@@ -260,7 +268,8 @@ def settings_dataclass(name: str, base: type, surface: str | tuple[str, ...] | N
 def surface_values(source: Any, surface: str, *, blender_only: bool = False) -> dict[str, Any]:
     """``{engine attribute: value}`` of a kind's settings on ``source`` (an engine object or settings:
     every attribute spelled as the engine spells it; only those Blender carries, with ``blender_only``, for
-    the add-on's settings); numbers as float, choices as their keys."""
+    the add-on's settings); numbers as float (int for a whole number, None where the engine chooses),
+    choices as their keys."""
     values: dict[str, Any] = {attribute(s, surface): as_value(s, getattr(source, attribute(s, surface)))
                               for s in settings_for(surface, blender_only=blender_only)}
     return values | {m.key: getattr(source, m.key) for m in choices_for(surface, blender_only=blender_only)}
@@ -274,20 +283,13 @@ def as_value(setting: Setting, value: Any) -> Any:
     return int(value) if setting.integer else float(value)
 
 
-def _constrained(setting: Setting):
-    """The msgspec type that accepts exactly the values ``setting`` allows."""
-    number = int if setting.integer else float
-    bounds = {"gt" if setting.low_open else "ge": number(setting.lowest), "le": number(setting.highest)}
-    return Annotated[number, msgspec.Meta(**bounds)]
-
-
 def read_surface(table: dict, surface: str, fail) -> dict[str, Any]:
     """The settings of ``surface`` found in a TOML ``table`` (defaults for those left out), checked.
 
     Args:
         table: The parsed table; keys that are not settings of ``surface`` are ignored (the caller
             checks unknown keys and reads the others).
-        surface: 'grain', 'wall', 'collider', 'source' or 'time'.
+        surface: 'grain', 'wall', 'collider', 'source', 'time' or 'field'.
         fail: ``fail(key, message)`` raises the caller's one sentence ('<file>: <where> <key> <message>.').
 
     Returns:
@@ -306,7 +308,7 @@ def read_surface(table: dict, surface: str, fail) -> dict[str, Any]:
             values[key] = None
             continue
         try:
-            values[key] = as_value(setting, msgspec.convert(value, _constrained(setting), strict=True))
+            values[key] = as_value(setting, msgspec.convert(value, setting.checked_type(), strict=True))
         except msgspec.ValidationError:
             # msgspec checks type and bounds; the sentence is ours, in the words every other preset error
             # uses, with the value the author wrote.

@@ -11,7 +11,9 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
+
+import msgspec
 
 #: The three kinds of surface a setting can describe.
 GRAIN, WALL, COLLIDER = "grain", "wall", "collider"
@@ -119,12 +121,20 @@ class Setting:
             return f"in {'(' if self.low_open else '['}0, 1]"
         return f"{low} and ≤ {self.number_text(self.high)}"
 
+    def checked_type(self):
+        """The msgspec type that accepts exactly the values this setting allows (strict: no bool, no
+        string; an int where ``integer``; finite and within the bounds)."""
+        number = int if self.integer else float
+        bounds = {"gt" if self.low_open else "ge": number(self.lowest), "le": number(self.highest)}
+        return Annotated[number, msgspec.Meta(**bounds)]
+
     def allows(self, value: Any) -> bool:
         """True for a finite number (not a bool; an int where ``integer``) within the bounds."""
-        if not is_number(value) or (self.integer and not isinstance(value, int)):
+        try:
+            msgspec.convert(value, self.checked_type(), strict=True)
+        except msgspec.ValidationError:
             return False
-        above = value > self.lowest if self.low_open else value >= self.lowest
-        return above and value <= self.highest
+        return True
 
 
 def is_number(value: Any) -> bool:
