@@ -20,6 +20,10 @@ and touch. Optionally the rebuild-interval sweep (the paper's Fig. 10) on the fi
 per-launch profile of the CUDA grid step
 and (``--tune``) a small grid of the CUDA grid's tuning constants.
 
+``--backends`` names engine backends (cuda, optix, cpu) and ``rt:KIND``, the portable ray-traced backend
+on one slangpy device kind (``rt:vulkan``, ``rt:cuda``, ``rt:d3d12``, ``rt:metal``): the paper's method on
+the driver's own ray tracing, beside the CUDA grid, OptiX and the peer on the same state.
+
 Results go to ``--out`` (JSON, rewritten after every row, so a run cut short keeps what it measured);
 a markdown table is printed at the end. Plots: benchmarks/plot_gpu.py.
 
@@ -52,6 +56,18 @@ from engine.scene import SceneSetup, setup_from_preset  # noqa: E402
 from engine.state import State  # noqa: E402
 
 PRESET_DIR = ROOT / "presets"
+
+
+def start_backend(name: str, model):
+    """Backend ``name`` for ``model``: an engine backend, or ``rt:KIND`` (the rt backend on that slangpy
+    device kind); a device that cannot start is one sentence (``MochiError``/``GpuUnavailable``)."""
+    if not name.startswith("rt:"):
+        return make_backend(name, model, log=lambda message: None)
+    from engine.backends.gpu_failure import start_gpu_backend
+    from engine.backends.rt_backend import BackendRt
+
+    kind = name.split(":", 1)[1]
+    return start_gpu_backend("rt", lambda m: BackendRt(m, device=kind), model)
 
 
 # --- scenes -------------------------------------------------------------------------------------
@@ -99,7 +115,7 @@ def time_backend(name: str, setup: SceneSetup, state: State, *, steps: int, warm
     Returns the row of the median run (by wall time) and the final state of the last run.
     """
     model = setup.model
-    runner = make_backend(name, model, log=lambda message: None)
+    runner = start_backend(name, model)
     if warmup:
         runner.set_state(state)
         runner.step(warmup)
@@ -140,7 +156,7 @@ def time_backend(name: str, setup: SceneSetup, state: State, *, steps: int, warm
 
 def advance(name: str, setup: SceneSetup, steps: int, *, chunk: int = 500) -> State:
     """The initial state advanced by ``steps`` steps on backend ``name``."""
-    runner = make_backend(name, setup.model, log=lambda message: None)
+    runner = start_backend(name, setup.model)
     runner.set_state(setup.state)
     done = 0
     while done < steps:
@@ -466,7 +482,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--repeats", type=int, default=3, help="timed runs (median kept) up to 2M particles")
     parser.add_argument("--repeats-large", type=int, default=1, help="timed runs above 2M particles")
-    parser.add_argument("--backends", default="cuda", help="comma-separated: cuda, optix, cpu")
+    parser.add_argument("--backends", default="cuda", help="comma-separated: cuda, optix, cpu, rt:vulkan, rt:cuda, ...")
     parser.add_argument("--cpu-steps", type=int, default=3, help="timed CPU steps (slow at 1M)")
     parser.add_argument("--cpu-max-particles", type=int, default=1_000_000)
     parser.add_argument("--no-taichi", action="store_true")
