@@ -11,8 +11,8 @@ is not pushed less (as in a wind that carries sand and pebbles alike, not a fixe
 Uniform and rotating fields do not depend on position: the solver adds them to gravity once per step
 (``uniform_acceleration``). The others depend on position (and some on velocity) and are evaluated per
 particle by the backend from a packed table (``pack_fields``), whose layout is the contract between this
-module, the numba kernels (``engine.backends.cpu_fields``) and the CUDA kernels
-(``kernels/dem_math.cuh``, ``dem_field_acceleration``):
+module, the numba kernels (``engine.backends.cpu_fields``) and the GPU kernels, CUDA and the rt backend's
+Slang alike (``kernels/field_law.h``, ``dem_field_acceleration``):
 
 ``table`` float32 (field_count, 16), one row per field:
     row[0]      kind code: 2 vortex, 3 sampled, 4 force, 5 wind, 6 turbulence

@@ -1,9 +1,11 @@
 // Device functions shared by kernels/dem_common.cu, kernels/grid.cu and kernels/optix_dem.cu: the
 // pair test and the grain pairs' contact forces (the float32 instances of kernels/contact_law.h), the
-// field table of engine/fields.py, and the cell/hash/Morton helpers. Included, not compiled on its own.
+// force fields (kernels/field_law.h, shared with the rt backend's Slang), and the cell/hash/Morton
+// helpers. Included, not compiled on its own.
 #pragma once
 #include "contact_law.h"
 #include "dem_params.h"
+#include "field_law.h"
 
 #define DEM_INT_MAX 2147483647
 
@@ -325,168 +327,6 @@ __device__ __forceinline__ void dem_bond_forces(const DemParams& P, int parity, 
             t.z -= (float)(arm * (nx * fty - ny * ftx));
         }
     }
-}
-
-// Turbulence noise of engine/backends/cpu_fields.py: 32-bit lattice hash, improved-Perlin gradients,
-// three octaves normalised by 4/7 (Blender's turbulence of depth 2).
-__device__ __forceinline__ unsigned int dem_lattice_hash(int ix, int iy, int iz, int seed) {
-    unsigned int h = (unsigned int)seed * 0x9E3779B1u;
-    h ^= (unsigned int)ix * 0x85EBCA77u;
-    h ^= (unsigned int)iy * 0xC2B2AE3Du;
-    h ^= (unsigned int)iz * 0x27D4EB2Fu;
-    h ^= h >> 16;
-    h *= 0x7FEB352Du;
-    h ^= h >> 15;
-    h *= 0x846CA68Bu;
-    h ^= h >> 16;
-    return h;
-}
-
-__device__ __forceinline__ float dem_noise_gradient(unsigned int h, float x, float y, float z) {
-    const int k = (int)(h & 15u);
-    const float u = k < 8 ? x : y;
-    const float v = k < 4 ? y : ((k == 12 || k == 14) ? x : z);
-    return ((k & 1) ? -u : u) + ((k & 2) ? -v : v);
-}
-
-__device__ __forceinline__ float dem_noise_fade(float t) { return t * t * t * (t * (t * 6.0f - 15.0f) + 10.0f); }
-
-__device__ inline float dem_gradient_noise(float x, float y, float z, int seed) {
-    const float fx = floorf(x), fy = floorf(y), fz = floorf(z);
-    const int ix = (int)fx, iy = (int)fy, iz = (int)fz;
-    x -= fx;
-    y -= fy;
-    z -= fz;
-    const float u = dem_noise_fade(x), v = dem_noise_fade(y), w = dem_noise_fade(z);
-    float total = 0.0f;
-    for (int corner = 0; corner < 8; ++corner) {
-        const int di = corner >> 2, dj = (corner >> 1) & 1, dk = corner & 1;
-        const float g = dem_noise_gradient(dem_lattice_hash(ix + di, iy + dj, iz + dk, seed), x - di, y - dj, z - dk);
-        total += (di ? u : 1.0f - u) * (dj ? v : 1.0f - v) * (dk ? w : 1.0f - w) * g;
-    }
-    return total;
-}
-
-__device__ inline float dem_turbulence(float x, float y, float z, int seed) {
-    float total = 0.0f, amplitude = 1.0f, scale = 1.0f;
-    for (int octave = 0; octave < 3; ++octave) {
-        total += amplitude * dem_gradient_noise(x * scale, y * scale, z * scale, seed);
-        amplitude *= 0.5f;
-        scale *= 2.0f;
-    }
-    return total * (4.0f / 7.0f);
-}
-
-// Blender's spherical falloff with its Z-direction gate, for the row of a centred field at offset r.
-__device__ inline float dem_field_falloff(const float* row, float rx, float ry, float rz, bool vortex) {
-    const float ux = row[4], uy = row[5], uz = row[6];
-    const float along = rx * ux + ry * uy + rz * uz;
-    const float side = row[13];
-    if ((side > 0.0f && along < 0.0f) || (side < 0.0f && along > 0.0f)) return 0.0f;
-    float d;
-    if (row[12] > 0.5f) {
-        if (vortex) {
-            const float px = rx - along * ux, py = ry - along * uy, pz = rz - along * uz;
-            d = sqrtf(px * px + py * py + pz * pz);
-        } else {
-            d = fabsf(along);
-        }
-    } else {
-        d = sqrtf(rx * rx + ry * ry + rz * rz);
-    }
-    if (row[11] > 0.0f && d > row[11]) return 0.0f;
-    if (d < row[10] || row[9] == 0.0f) return 1.0f;
-    return powf(1.0f + d - row[10], -row[9]);
-}
-
-// The fields of the table at position (x, y, z) [m] for velocity (vx, vy, vz) [m/s], in [m/s²]
-// (layout in engine/fields.py, the float64 twin in engine/backends/cpu_fields.py).
-__device__ inline float3 dem_field_acceleration(const DemParams& P, float x, float y, float z, float vx, float vy,
-                                                float vz) {
-    float3 a = make_float3(0.0f, 0.0f, 0.0f);
-    for (int f = 0; f < P.field_count; ++f) {
-        const float* row = P.field_table + 16 * f;
-        const int kind = (int)row[0];
-        if (kind == 3) {  // sampled, trilinear
-            const int offset = (int)row[1];
-            const int nx = (int)row[2], ny = (int)row[3], nz = (int)row[4];
-            const float u = (x - row[5]) / (row[8] - row[5]) * (float)(nx - 1);
-            const float v = (y - row[6]) / (row[9] - row[6]) * (float)(ny - 1);
-            const float w = (z - row[7]) / (row[10] - row[7]) * (float)(nz - 1);
-            if (!(u >= 0.0f && v >= 0.0f && w >= 0.0f && u <= nx - 1 && v <= ny - 1 && w <= nz - 1)) continue;
-            const int i0 = min((int)u, nx - 2), j0 = min((int)v, ny - 2), k0 = min((int)w, nz - 2);
-            const float fu = u - i0, fv = v - j0, fw = w - k0;
-            for (int corner = 0; corner < 8; ++corner) {
-                const int di = corner >> 2, dj = (corner >> 1) & 1, dk = corner & 1;
-                const float weight = (di ? fu : 1.0f - fu) * (dj ? fv : 1.0f - fv) * (dk ? fw : 1.0f - fw) * row[11];
-                const int base = offset + (((i0 + di) * ny + (j0 + dj)) * nz + (k0 + dk)) * 3;
-                a.x += weight * P.field_grid[base];
-                a.y += weight * P.field_grid[base + 1];
-                a.z += weight * P.field_grid[base + 2];
-            }
-            continue;
-        }
-        if (kind < 2 || kind > 6) continue;
-        float rx = x - row[1], ry = y - row[2], rz = z - row[3];
-        const float ux = row[4], uy = row[5], uz = row[6];
-        const float falloff = dem_field_falloff(row, rx, ry, rz, kind == 2);
-        if (falloff == 0.0f) continue;
-        const float s = row[7] * falloff;
-        if (kind == 2) {  // vortex
-            const int profile = (int)row[15];
-            const float cx = uy * rz - uz * ry, cy = uz * rx - ux * rz, cz = ux * ry - uy * rx;  // axis × r
-            if (profile == 2) {  // Blender's plane vortex
-                a.x += s * s * (uy * cz - uz * cy) + s * cx - vx;
-                a.y += s * s * (uz * cx - ux * cz) + s * cy - vy;
-                a.z += s * s * (ux * cy - uy * cx) + s * cz - vz;
-            } else {
-                const float rho = sqrtf(cx * cx + cy * cy + cz * cz);
-                if (rho > 0.0f) {
-                    float scale;
-                    if (profile == 1) {
-                        scale = s * sqrtf(rx * rx + ry * ry + rz * rz) / rho;
-                    } else {
-                        const float core = row[8];
-                        scale = s * (rho < core ? rho / core : core / rho) / rho;
-                    }
-                    a.x += scale * cx;
-                    a.y += scale * cy;
-                    a.z += scale * cz;
-                }
-            }
-        } else if (kind == 4) {  // force
-            if (row[12] > 0.5f) {
-                const float along = rx * ux + ry * uy + rz * uz;
-                rx = along * ux;
-                ry = along * uy;
-                rz = along * uz;
-            }
-            const float length = sqrtf(rx * rx + ry * ry + rz * rz);
-            if (length > 0.0f) {
-                a.x += s * rx / length;
-                a.y += s * ry / length;
-                a.z += s * rz / length;
-            }
-        } else if (kind == 5) {  // wind
-            a.x += s * ux;
-            a.y += s * uy;
-            a.z += s * uz;
-        } else {  // turbulence
-            const float size = row[8];
-            const int seed = (int)row[15];
-            const float qx = rx / size, qy = ry / size, qz = rz / size;
-            a.x += s * dem_turbulence(qx, qy, qz, 3 * seed);
-            a.y += s * dem_turbulence(qy, qz, qx, 3 * seed + 1);
-            a.z += s * dem_turbulence(qz, qx, qy, 3 * seed + 2);
-        }
-        const float flow = row[14] * falloff;
-        if (flow != 0.0f) {
-            a.x -= flow * vx;
-            a.y -= flow * vy;
-            a.z -= flow * vz;
-        }
-    }
-    return a;
 }
 
 // Integer cell coordinate of x for cells of edge 1/inv_h; NaN and huge values are clamped so the

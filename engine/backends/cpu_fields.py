@@ -1,7 +1,7 @@
 """numba evaluation of the position- and velocity-dependent fields of ``engine.fields`` (table layout
-there), called per particle by ``engine.backends.cpu_kernels.integrate``. ``kernels/dem_math.cuh``
-(``dem_field_acceleration``) is the float32 CUDA twin; tests/engine/test_fields_blender.py holds them to
-each other.
+there), called per particle by ``engine.backends.cpu_kernels.integrate``. ``kernels/field_law.h``
+(``dem_field_acceleration``) is the float32 GPU twin (CUDA and Slang); tests/engine/test_force_fields.py
+and tests/engine/test_rt_fields.py hold them to each other.
 
 Float64 arithmetic, except the turbulence noise's lattice hash, which is 32-bit integer arithmetic
 (kept in uint64 and masked) so that CPU and GPU pick the same gradients.

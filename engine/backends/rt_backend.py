@@ -15,8 +15,9 @@ Issue 28's backend. Every step, in three timed phases:
    (as the CPU backend takes it), each grain's torque gathered the same way (its own side of each contact,
    then the walls), and with rolling resistance a rolling spring per row entry and wall side carried as
    the tangential springs are;
-3. update: ``rt_step_integrate``: semi-implicit Euler under gravity (v, x, and with rotation ω and the
-   orientation quaternion, as the CPU backend's kick), open-side exits, NaN and speed checks. With
+3. update: ``rt_step_integrate``: semi-implicit Euler (v, x, and with rotation ω and the orientation
+   quaternion, as the CPU backend's kick) under gravity and the force fields (the uniform ones added to
+   gravity on the host, the others per grain by kernels/field_law.h), open-side exits, NaN and speed checks. With
    velocity Verlet (``_step``) the drift (``rt_step_drift``) comes first, the forces are those of the
    drifted positions, and ``rt_step_integrate`` is the second half kick, storing the accelerations.
 
@@ -30,8 +31,8 @@ CPU backend's format (particle ids), bit for bit from rt to rt.
 
 What it steps is the paper's model, with either friction model ('damper', or 'spring': static friction),
 rotating grains (friction and rolling torques, rolling springs per row entry and wall side) and SJKR
-cohesion, with semi-implicit Euler or velocity Verlet; engine.backends.rt_support refuses the rest in
-one sentence.
+cohesion, with semi-implicit Euler or velocity Verlet, and force fields of every kind;
+engine.backends.rt_support refuses the rest in one sentence.
 
 Host round trips (this slice): positions and velocities live on the device between steps, but each step
 reads the positions back for the search's refit (rt_detect takes host centres), the pair list comes back
@@ -62,6 +63,7 @@ from .rt_support import check_rt_model, frictional
 from ..contact_history import ContactHistory
 from ..contact_law import TANGENTIAL_STIFFNESS_RATIO
 from ..errors import MochiError, SimulationDiverged
+from ..fields import uniform_acceleration
 from ..local_origin import local_to_world, round_to_world, world_to_local
 from ..model import Model
 from ..neighbors.base import sorted_pairs, touching
@@ -129,7 +131,10 @@ class BackendRt(Backend):
             "g_pair_law": np.stack([prepared.beta, prepared.mu, prepared.roll, prepared.cohesion],
                                    axis=-1).reshape(-1, 4),
             "g_wall_law": np.stack([prepared.wall_beta, prepared.wall_mu, prepared.wall_roll, prepared.wall_cohesion],
-                                   axis=-1)}
+                                   axis=-1),
+            # The position-dependent force fields (kernels/field_law.h), in the local frame.
+            "g_field_table": prepared.field_table.reshape(-1) if prepared.field_table.size else np.zeros(16),
+            "g_field_grid": prepared.field_grid}
         self._tables = {name: self.rt.buffer(values.astype(np.float32)) for name, values in table.items()}
         self._material = self.rt.buffer(model.material_index.astype(np.uint32))
         self._diag = self.rt.buffer(np.zeros(3, np.uint32), write=True)
@@ -162,6 +167,7 @@ class BackendRt(Backend):
         self._springs = np.zeros((0, 6), np.float32)
         self._uniforms = {
             "g_count": self.count, "g_material_count": len(physics.materials),
+            "g_field_count": int(prepared.field_table.shape[0]),
             "g_wall_mask": int(sum(int(bit) << side for side, bit in enumerate(prepared.wall_mask))),
             "g_lo": self._spy.float3(*(float(x) for x in self.lo)),
             "g_hi": self._spy.float3(*(float(x) for x in self.hi)),
@@ -375,7 +381,8 @@ class BackendRt(Backend):
         self.rt.device.wait_for_idle()
         self._read_springs()
         between = time.perf_counter()
-        accel = physics.gravity.at(force_step * physics.dt).astype(np.float32)
+        t = force_step * physics.dt  # gravity plus the uniform fields, as every backend adds them
+        accel = (physics.gravity.at(t) + uniform_acceleration(physics.fields, t)).astype(np.float32)
         self._integrate.dispatch(thread_count=[self.count, 1, 1],
                                  vars=self._bindings(g_accel=self._spy.float3(*(float(a) for a in accel)),
                                                      g_kick_dt=kick_dt))

@@ -4,7 +4,9 @@ Issue 28's rt backend steps the Mochi paper's model and more: the linear (Hooke)
 cap, either friction model (history-free 'damper', or 'spring': tangential springs per contact and per
 wall side, static friction), grains that rotate or not (the full law's friction and rolling torques,
 rolling springs per contact and per wall side), SJKR cohesion, semi-implicit Euler or velocity Verlet,
-the box walls (open sides allowed), gravity (constant or rotating) and any number of materials.
+the box walls (open sides allowed), gravity (constant or rotating), force fields of every kind (uniform and
+rotating ones added to gravity, the others per grain by kernels/field_law.h, the CUDA kernels' source) and
+any number of materials.
 ``check_rt_model`` is called by the backend's constructor, before any device is opened, so a scene the
 backend cannot bake is refused before any work, naming what is missing and what to use instead
 (issue 28: "whatever the CPU bakes, rt bakes, or it refuses before work naming what it lacks").
@@ -27,8 +29,7 @@ def frictional(physics) -> bool:
 def rt_refusal(model: Model) -> str | None:
     """The sentence refusing ``model`` on the rt backend, or None when the backend can step it.
 
-    Checked in this order: contact law, friction cap, force fields, mesh colliders, glue bonds
-    and rigid bodies.
+    Checked in this order: contact law, friction cap, mesh colliders, glue bonds and rigid bodies.
     """
     physics = model.physics
     if physics.contact_normal != "hooke":
@@ -37,8 +38,6 @@ def rt_refusal(model: Model) -> str | None:
     if physics.friction_cap != "clipped":
         return (f"The rt backend has only Mochi's friction cap, not '{physics.friction_cap}'; {USE_CPU}, or set "
                 "[contact] friction_cap = \"clipped\".")
-    if physics.fields:
-        return f"The rt backend does not yet have force fields; {USE_CPU}, or remove the force fields."
     if model.colliders is not None:
         return f"The rt backend does not yet have mesh colliders; {USE_CPU}, or remove the colliders."
     if (model.bonds is not None and model.bonds.count) or model.clumps is not None:

@@ -1,4 +1,4 @@
-"""Blender's field kinds in the engine (engine.fields, engine.backends.cpu_fields, kernels/dem_math.cuh):
+"""Blender's field kinds in the engine (engine.fields, engine.backends.cpu_fields, kernels/field_law.h):
 each formula against a hand computation from Blender's effect.cc, the GPU's float32 code (compiled for
 the host with nvcc) against the numba code, the field's path through the solver, and presets that keep
 every field setting."""

@@ -36,7 +36,6 @@ import pytest
 from engine.backends import BACKEND_NAMES, make_backend, select
 from engine.backends.rt_support import check_rt_model, rt_refusal
 from engine.errors import MochiError
-from engine.fields import ForceField
 from engine.model import Body, Domain, Gravity, Material
 from engine.neighbors.brute import brute_force_pairs
 from engine.scene import setup_from_arrays
@@ -381,7 +380,6 @@ def test_runaway_speed_stops_the_run_as_on_the_cpu(rt_device):
 REFUSED = {
     "hertz": (dict(contact_normal="hertz"), "linear (Hooke)"),
     "friction cap": (dict(friction_cap="absolute"), "friction cap"),
-    "force field": (dict(fields=(ForceField(kind="uniform", vector=(1.0, 0.0, 0.0)),)), "force fields"),
     "colliders": (dict(colliders=object()), "mesh colliders"),
     "bonds": (dict(bonds=SimpleNamespace(count=3)), "glued or rigid bodies"),
     "clumps": (dict(clumps=SimpleNamespace(count=1)), "glued or rigid bodies"),

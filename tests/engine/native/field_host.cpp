@@ -1,4 +1,4 @@
-// Host build of dem_field_acceleration (kernels/dem_math.cuh) for tests/engine/test_force_fields.py:
+// Host build of dem_field_acceleration (kernels/field_law.h, through kernels/dem_math.cuh) for tests/engine/test_force_fields.py:
 // the GPU's float32 field code, run on the CPU, against the numba twin in engine/backends/cpu_fields.py.
 #include "cuda_host.h"
 #include "dem_math.cuh"
