@@ -4,7 +4,8 @@ Issue 28's rt backend steps the Mochi paper's model and more: the linear (Hooke)
 cap, either friction model (history-free 'damper', or 'spring': tangential springs per contact and per
 wall side, static friction), grains that rotate or not (the full law's friction and rolling torques,
 rolling springs per contact and per wall side), SJKR cohesion, semi-implicit Euler or velocity Verlet,
-the box walls (open sides allowed), gravity (constant or rotating) and any number of materials.
+glued bodies (breakable glue bonds, engine.backends.rt_bonds), the box walls (open sides allowed), gravity
+(constant or rotating) and any number of materials.
 ``check_rt_model`` is called by the backend's constructor, before any device is opened, so a scene the
 backend cannot bake is refused before any work, naming what is missing and what to use instead
 (issue 28: "whatever the CPU bakes, rt bakes, or it refuses before work naming what it lacks").
@@ -27,8 +28,8 @@ def frictional(physics) -> bool:
 def rt_refusal(model: Model) -> str | None:
     """The sentence refusing ``model`` on the rt backend, or None when the backend can step it.
 
-    Checked in this order: contact law, friction cap, force fields, mesh colliders, glue bonds
-    and rigid bodies.
+    Checked in this order: contact law, friction cap, force fields, mesh colliders and rigid bodies (glued
+    bodies are stepped: engine.backends.rt_bonds).
     """
     physics = model.physics
     if physics.contact_normal != "hooke":
@@ -41,8 +42,9 @@ def rt_refusal(model: Model) -> str | None:
         return f"The rt backend does not yet have force fields; {USE_CPU}, or remove the force fields."
     if model.colliders is not None:
         return f"The rt backend does not yet have mesh colliders; {USE_CPU}, or remove the colliders."
-    if (model.bonds is not None and model.bonds.count) or model.clumps is not None:
-        return f"The rt backend does not yet have glued or rigid bodies; {USE_CPU}, or make every body loose."
+    if model.clumps is not None:
+        return (f"The rt backend does not yet have rigid bodies; {USE_CPU}, or make every rigid body glued or "
+                "loose.")
     return None
 
 
