@@ -9,12 +9,17 @@ springs and velocity Verlet (the glued presets' physics).
 
 Tolerances after 100 steps, rt against cpu: those of test_rt_backend (positions, velocities, springs:
 the bonds' shear springs ξ_b are held to its 1e-7 m) and test_rt_rotation (ω, orientations). Measured:
-2e-8 to 8e-8 m, 1e-5 to 3e-5 m/s, 2.1e-3 rad/s on spins of up to 190 rad/s, 3.6e-6 in q, ξ_b within
-2e-8 to 5e-8 m of up to 9e-4 m; the same bonds break (the intact flags are equal). The glued bunny
+1.5e-8 to 2.2e-8 m, 7.6e-6 to 1.1e-5 m/s, 2.7e-3 rad/s on spins of up to 190 rad/s, 3.3e-6 in q, ξ_b
+within 1.4e-8 to 1.8e-8 m of up to 9.2e-4 m; the same bonds break (68 and 42 of 330: the intact flags
+are equal). The glued bunny
 presets (coarse, 398 grains, 1857 bonds, their own dt of 2.4e-4 s) land harder than these bounds assume:
 there the CPU's own response to positions moved by one float32 step, 100 steps later, is 7e-3 to 1e-2
 rad/s, 1.1e-5 in q and 4.5e-7 m in ξ_b, and rt − cpu is 6.1e-3 to 6.9e-3 rad/s, 9e-6 and 3.9e-7 m; the
 bunny test holds ω, q and ξ_b to three times the CPU's own response (``BUNNY_*``).
+
+Mistakes made on purpose, each failing these tests: the bonded pairs' contacts not skipped (positions off
+by 3.8e-3 m), the bonds' torques left out (2.7e-3 m), the state's halves not swapped after a pass (2.4e-3
+m), the bonds' state not restored from the history, or read from the wrong half (the resume tests).
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from engine.scene import setup_from_arrays, setup_from_preset
 
 from .test_rt_backend import (POSITION_TOLERANCE, SPRING_TOLERANCE, STEPS, VELOCITY_TOLERANCE, _assert_same_history,
                               _far, _rt, _run, assert_a_rerun_gives_the_same_bits, assert_same_state, resume_halfway)
-from .test_rt_rotation import OMEGA_TOLERANCE, ORIENTATION_TOLERANCE, assert_rotating_state_close
+from .test_rt_rotation import OMEGA_TOLERANCE, assert_rotating_state_close
 
 PRESETS = Path(__file__).resolve().parents[2] / "presets"
 #: The bunny's bounds: three times the CPU's own response to a one-float32-step nudge (module docstring).
@@ -158,7 +163,6 @@ def test_a_glued_bunny_preset_lands_on_rt_as_on_the_cpu(rt_device, name):
     broken = model.bonds.count - int(reference["bond_intact"].sum())
     assert (broken > 0) == (name == "glued_weak")
     assert np.abs(history["bond_shear"] - reference["bond_shear"]).max() <= BUNNY_SHEAR_TOLERANCE
-    assert ORIENTATION_TOLERANCE < BUNNY_ORIENTATION_TOLERANCE  # documented as wider, never narrower
 
 
 def test_rigid_bodies_are_refused_in_one_sentence_before_any_device_work(monkeypatch):
