@@ -3,6 +3,7 @@
 // force fields (kernels/field_law.h, shared with the rt backend's Slang), and the cell/hash/Morton
 // helpers. Included, not compiled on its own.
 #pragma once
+#include "bond_law.h"
 #include "contact_law.h"
 #include "dem_params.h"
 #include "field_law.h"
@@ -249,14 +250,23 @@ __device__ __forceinline__ bool dem_bonded(const DemParams& P, int parity, int a
     return false;
 }
 
+// What kernels/bond_law.h reads of bond b and its two grains (slots si, sj), each where the law needs it.
+struct DemBondGrains {
+    const DemParams& P;
+    int si, sj, b;
+    __device__ __forceinline__ const double* props() const { return P.bond_props + 4 * (size_t)b; }
+    __device__ __forceinline__ float tangential_ratio() const { return P.tangential_ratio; }
+    __device__ __forceinline__ bool rotation() const { return P.rotation; }
+    __device__ __forceinline__ float4 omega_i() const { return P.omega[si]; }
+    __device__ __forceinline__ float4 omega_j() const { return P.omega[sj]; }
+};
+
 // Force [N] and torque [N m] that the glue bonds of the grain with model index `model` put on it (added
-// to f and t), as engine/backends/cpu_kernels.bond_forces evaluates each bond, in double:
-//   force on i = −k_bn A_b (d − d0) n − 2β sqrt(m_eff k_bn A_b) v_n n − k_bt A_b ξ_b,  k_bt = 2/7 k_bn,
-//   ξ_b ← ξ_b − (ξ_b·n) n + v_t dt (v_t the slip of the contact point, ω included), torques as a contact's;
-// a bond whose tensile stress k_bn (d − d0) or shear stress k_bt |ξ_b| exceeds σ_b breaks for good and
-// exerts nothing. Both grains of a bond evaluate it from the same inputs in the pair's own order (the
-// same bits, opposite forces); grain i of the pair writes its state for the next step (half parity ^ 1),
-// inactive grains included, so every bond is written once per step.
+// to f and t): the bond law of kernels/bond_law.h in double, as engine/backends/cpu_kernels.bond_forces
+// evaluates each bond (the spin and the torques with rotating grains only). Both grains of a bond evaluate
+// it from the same inputs in the pair's own order (the same bits, opposite forces); grain i of the pair
+// writes its state for the next step (half parity ^ 1), inactive grains included, so every bond is written
+// once per step.
 __device__ __forceinline__ void dem_bond_forces(const DemParams& P, int parity, int model, float3& f, float3& t) {
     if (P.bond_count == 0) return;
     const double dt = (double)*P.history_dt;
@@ -272,60 +282,16 @@ __device__ __forceinline__ void dem_bond_forces(const DemParams& P, int parity, 
             continue;
         }
         const float4 pi = P.pos[si], pj = P.pos[sj], vi = P.vel[si], vj = P.vel[sj];
-        const double dx = (double)pi.x - (double)pj.x, dy = (double)pi.y - (double)pj.y, dz = (double)pi.z - (double)pj.z;
-        const double dist = sqrt(dx * dx + dy * dy + dz * dz);
-        double nx = 1.0, ny = 0.0, nz = 0.0;
-        if (dist > 0.0) {
-            nx = dx / dist;
-            ny = dy / dist;
-            nz = dz / dist;
-        }
-        const double* props = P.bond_props + 4 * (size_t)b;
-        const double ri = (double)pi.w, rj = (double)pj.w;
-        const double overlap = ri + rj - dist;
-        const double arm_i = ri - 0.5 * overlap, arm_j = rj - 0.5 * overlap;
-        const double mi = (double)vi.w, mj = (double)vj.w;
-        const double m_eff = mi * mj / (mi + mj);
-        const double k_n = props[2] * props[1];
-        const double k_t = (double)P.tangential_ratio * k_n;
-        const double stretch = dist - props[0];
-        const double dvx = (double)vi.x - (double)vj.x, dvy = (double)vi.y - (double)vj.y, dvz = (double)vi.z - (double)vj.z;
-        const double v_n = dvx * nx + dvy * ny + dvz * nz;
-        double wix = 0.0, wiy = 0.0, wiz = 0.0, wjx = 0.0, wjy = 0.0, wjz = 0.0;
-        if (P.rotation) {
-            const float4 wi = P.omega[si], wj = P.omega[sj];
-            wix = wi.x; wiy = wi.y; wiz = wi.z;
-            wjx = wj.x; wjy = wj.y; wjz = wj.z;
-        }
-        const double ax = arm_i * wix + arm_j * wjx, ay = arm_i * wiy + arm_j * wjy, az = arm_i * wiz + arm_j * wjz;
-        const double cvx = dvx - (ay * nz - az * ny), cvy = dvy - (az * nx - ax * nz), cvz = dvz - (ax * ny - ay * nx);
-        const double c_n = cvx * nx + cvy * ny + cvz * nz;
-        const double tx = cvx - c_n * nx, ty = cvy - c_n * ny, tz = cvz - c_n * nz;
-        double sx = s.x, sy = s.y, sz = s.z;
-        const double along = sx * nx + sy * ny + sz * nz;
-        sx = sx - along * nx + tx * dt;
-        sy = sy - along * ny + ty * dt;
-        sz = sz - along * nz + tz * dt;
-        const double ftx = -k_t * sx, fty = -k_t * sy, ftz = -k_t * sz;
-        const double shear_stress = sqrt(ftx * ftx + fty * fty + ftz * ftz) / props[1];
-        if (props[2] * stretch > props[3] || shear_stress > props[3]) {
+        const DemBondGrains grains = {P, si, sj, b};
+        BondEvaluation<double> e;
+        if (!bond_holds<double>(e, grains, pi, pj, vi, vj, s, dt)) {
             if (first) *out = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             continue;
         }
-        if (first) *out = make_float4((float)sx, (float)sy, (float)sz, 1.0f);
+        if (first) *out = make_float4((float)e.shear.x, (float)e.shear.y, (float)e.shear.z, 1.0f);
         const int mat_i = (int)(P.info[si] >> DEM_INFO_MATERIAL_SHIFT), mat_j = (int)(P.info[sj] >> DEM_INFO_MATERIAL_SHIFT);
-        const double beta = (double)P.beta[mat_i * P.material_count + mat_j];
-        const double f_n = -k_n * stretch - 2.0 * beta * sqrt(m_eff * k_n) * v_n;
-        const double sign = first ? 1.0 : -1.0;
-        f.x += (float)(sign * (f_n * nx + ftx));
-        f.y += (float)(sign * (f_n * ny + fty));
-        f.z += (float)(sign * (f_n * nz + ftz));
-        if (P.rotation) {
-            const double arm = first ? arm_i : arm_j;
-            t.x -= (float)(arm * (ny * ftz - nz * fty));
-            t.y -= (float)(arm * (nz * ftx - nx * ftz));
-            t.z -= (float)(arm * (nx * fty - ny * ftx));
-        }
+        bond_add_force<double>(f, e, (double)P.beta[mat_i * P.material_count + mat_j], first);
+        if (P.rotation) bond_add_torque<double>(t, e, first);
     }
 }
 

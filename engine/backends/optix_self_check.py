@@ -22,7 +22,7 @@ import numpy as np
 #: Grains of the self-check state.
 SELF_CHECK_PARTICLES = 3000
 #: Kernel sources whose change invalidates a remembered answer.
-SELF_CHECK_SOURCES = ("optix_dem.cu", "grid.cu", "dem_math.cuh", "contact_law.h", "field_law.h", "dem_common.cu",
+SELF_CHECK_SOURCES = ("optix_dem.cu", "grid.cu", "dem_math.cuh", "contact_law.h", "field_law.h", "bond_law.h", "dem_common.cu",
                       "dem_params.h")
 MEMORY_FILE = "optix_self_check.json"
 

@@ -14,7 +14,8 @@ Issue 28's backend. Every step, in three timed phases:
    grain's own springs (per row entry and per wall side); with rotation or cohesion the law's full form
    (as the CPU backend takes it), each grain's torque gathered the same way (its own side of each contact,
    then the walls), and with rolling resistance a rolling spring per row entry and wall side carried as
-   the tangential springs are;
+   the tangential springs are; glue bonds (engine.backends.rt_bonds) act instead of their pairs' contacts,
+   each grain gathering its own bonds' forces and torques after its contacts;
 3. update: ``rt_step_integrate``: semi-implicit Euler (v, x, and with rotation ω and the orientation
    quaternion, as the CPU backend's kick) under gravity and the force fields (the uniform ones added to
    gravity on the host, the others per grain by kernels/field_law.h), open-side exits, NaN and speed checks. With
@@ -30,8 +31,8 @@ depend on it either; ``get_contact_history`` / ``set_contact_history`` carry the
 CPU backend's format (particle ids), bit for bit from rt to rt.
 
 What it steps is the paper's model, with either friction model ('damper', or 'spring': static friction),
-rotating grains (friction and rolling torques, rolling springs per row entry and wall side) and SJKR
-cohesion, with semi-implicit Euler or velocity Verlet, and force fields of every kind;
+rotating grains (friction and rolling torques, rolling springs per row entry and wall side), SJKR
+cohesion and glued bodies, with semi-implicit Euler or velocity Verlet, and force fields of every kind;
 engine.backends.rt_support refuses the rest in one sentence.
 
 Host round trips (this slice): positions and velocities live on the device between steps, but each step
@@ -56,6 +57,7 @@ from .base import Backend, StepTimings
 from .gpu_failure import gpu_failure_sentence
 from .gpu_toolchain import GpuUnavailable
 from .prepared_physics import prepare_physics
+from .rt_bonds import RtBonds
 from .rt_detect import RayTracedPairs
 from .rt_device import RtDevice, open_rt_device
 from .rt_springs import carry_springs, row_keys, springs_from_history, springs_to_history
@@ -144,7 +146,9 @@ class BackendRt(Backend):
         # The law's full form wherever the CPU backend takes it (rolling resistance is zero without rotation).
         self.rolling = prepared.rolling
         self.euler = physics.integrator == "euler"
-        self.full = self.rotation or prepared.cohesive or not self.euler
+        # Glue bonds (engine.backends.rt_bonds) act in the force kernel; with them the CPU takes the full law.
+        self.bonds = RtBonds(self.rt, model)
+        self.full = self.rotation or prepared.cohesive or not self.euler or self.bonds.count > 0
         # Velocity Verlet: the accelerations a, α of the current state, stored by the kick for the next
         # drift (the CPU's acc/alpha); computed once at the start (``primed``) or restored from a history.
         self._acc, self._alpha = (self.rt.buffer(np.zeros((self.count, 4), np.float32), write=True) for _ in range(2))
@@ -213,6 +217,7 @@ class BackendRt(Backend):
         # A state alone starts without springs (set_contact_history restores them).
         self._keys = np.zeros(0, np.int64)
         self._springs = np.zeros((0, 6), np.float32)
+        self.bonds.reset()
         self._wall_spring.copy_from_numpy(np.zeros((6 * self.count, 4), np.float32))
         if self.rolling:
             self._wall_rolling.copy_from_numpy(np.zeros((6 * self.count, 4), np.float32))
@@ -223,16 +228,18 @@ class BackendRt(Backend):
 
     def get_contact_history(self) -> ContactHistory | None:
         """The tangential springs of the pairs and walls, and their rolling springs with rolling resistance, in
-        particle ids (engine.backends.rt_springs), for a bit-exact resume; None for friction model 'damper'
-        without rolling resistance, which keeps no history."""
+        particle ids (engine.backends.rt_springs), with Verlet the stored accelerations and with glue bonds
+        their state (engine.backends.rt_bonds), for a bit-exact resume; None for friction model 'damper'
+        without rolling resistance or bonds, which keeps no history."""
         verlet = not self.euler and self.primed
-        if not (self.keep_history or verlet):
+        if not (self.keep_history or verlet or self.bonds.count):
             return None
         wall = np.zeros((self.count, 6, 6), np.float32)
         wall[:, :, :3] = self._wall_rows(self._wall_spring)
         if self.rolling:
             wall[:, :, 3:] = self._wall_rows(self._wall_rolling)
         history = springs_to_history(self._keys, self._springs, wall, self.count, rolling=self.rolling)
+        history = dataclasses.replace(history, **self.bonds.to_history())
         if verlet:  # as the CPU backend: Verlet's stored accelerations, float64 (n, 3)
             history = dataclasses.replace(history, acceleration=self._rows(self._acc)[:, :3].astype(np.float64),
                                           angular_acceleration=self._rows(self._alpha)[:, :3].astype(np.float64))
@@ -242,6 +249,7 @@ class BackendRt(Backend):
         """Restore the springs of any backend's ``get_contact_history`` (call after ``set_state``); exact
         for an rt backend's history, float32-rounded for one from a float64 backend."""
         history = ContactHistory.from_arrays(history)
+        self.bonds.from_history(history.bond_shear, history.bond_intact)
         if not self.euler and history.acceleration is not None:
             for buffer, values in ((self._acc, history.acceleration), (self._alpha, history.angular_acceleration)):
                 rows = np.zeros((self.count, 4), np.float32)
@@ -266,7 +274,8 @@ class BackendRt(Backend):
     def get_state(self) -> State:
         pos, vel, active = self._local_state()
         return State(local_to_world(pos, self.origin), vel, active, self.step_index,
-                     angular_velocities=self._rows(self._omega)[:, :3].copy(), orientations=self._rows(self._quat))
+                     angular_velocities=self._rows(self._omega)[:, :3].copy(), orientations=self._rows(self._quat),
+                     bonds=self.bonds.per_particle())
 
     def begin_frame(self) -> None:
         """Round local positions to what a cache frame holds (engine.local_origin): exact resume."""
@@ -329,7 +338,8 @@ class BackendRt(Backend):
                 "g_rolling": self._rolling, "g_wall_spring": self._wall_spring, "g_wall_rolling": self._wall_rolling,
                 "g_force": self._force, "g_omega": self._omega,
                 "g_quat": self._quat, "g_torque": self._torque, "g_acc": self._acc, "g_alpha": self._alpha,
-                "g_diag": self._diag, **self._tables, **self._uniforms, "g_step": self.step_index, **extra}
+                "g_diag": self._diag, **self._tables, **self._uniforms, **self.bonds.bindings(),
+                "g_step": self.step_index, **extra}
 
     def _check(self) -> None:
         """Raise ``SimulationDiverged`` after a step that produced NaN or runaway speed (CPU's sentences)."""
@@ -379,6 +389,7 @@ class BackendRt(Backend):
         physics = self.model.physics
         self._forces.dispatch(thread_count=[self.count, 1, 1], vars=self._bindings(g_history_dt=history_dt))
         self.rt.device.wait_for_idle()
+        self.bonds.advance()
         self._read_springs()
         between = time.perf_counter()
         t = force_step * physics.dt  # gravity plus the uniform fields, as every backend adds them

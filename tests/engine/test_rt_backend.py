@@ -381,8 +381,7 @@ REFUSED = {
     "hertz": (dict(contact_normal="hertz"), "linear (Hooke)"),
     "friction cap": (dict(friction_cap="absolute"), "friction cap"),
     "colliders": (dict(colliders=object()), "mesh colliders"),
-    "bonds": (dict(bonds=SimpleNamespace(count=3)), "glued or rigid bodies"),
-    "clumps": (dict(clumps=SimpleNamespace(count=1)), "glued or rigid bodies"),
+    "clumps": (dict(clumps=SimpleNamespace(count=1)), "rigid bodies"),
 }
 
 
@@ -400,10 +399,11 @@ def test_unsupported_physics_is_refused_in_one_sentence(case):
         make_backend("rt", model)
 
 
-def test_real_glued_and_rigid_bodies_are_refused():
-    for kind in ("glued", "rigid"):
-        setup = two_radius_box(bodies=(Body(object_id=0, kind=kind),))
-        assert "glued or rigid bodies" in rt_refusal(setup.model)
+def test_real_rigid_bodies_are_refused_and_glued_ones_accepted():
+    sentence = rt_refusal(two_radius_box(bodies=(Body(object_id=0, kind="rigid"),)).model)
+    assert "rigid bodies" in sentence and "glued bodies" not in sentence
+    glued = two_radius_box(bodies=(Body(object_id=0, kind="glued"),)).model
+    assert glued.bonds.count > 0 and rt_refusal(glued) is None  # engine.backends.rt_bonds
 
 
 def test_rotation_rolling_resistance_cohesion_and_verlet_are_accepted():
