@@ -14,7 +14,7 @@ import pytest
 from engine.backends import make_backend, select
 from engine.backends.gpu_failure import gpu_failure_sentence, start_gpu_backend
 from engine.backends.gpu_toolchain import GpuUnavailable, kernel_source
-from engine.backends.optix_self_check import SelfCheckMemory, compare_contacts, self_check_state
+from engine.backends.self_check import SelfCheckMemory, compare_contacts, self_check_state
 from engine.backends.cpu import BackendCpu
 from engine.model import contact_model
 from engine.errors import MochiError
