@@ -15,6 +15,7 @@ import sys
 
 import bpy
 
+from ..engine.backends.rt_device import SLANGPY_DOWNLOAD_MB
 from .grain_budget import DEFAULT_CONFIRM_GRAINS
 from .package_install import PackageInstall, pip_install_command
 
@@ -92,11 +93,13 @@ def _redraw(context) -> None:
 
 
 class MOCHI_OT_install_slangpy(bpy.types.Operator):
-    """Download slangpy (about 92 MB: it carries the Slang compiler) and install it into Mochi's own user
-    folder with Blender's Python, for the ray-traced GPU backend (AMD, Intel, Apple and NVIDIA GPUs)"""
+    """Install slangpy for the ray-traced GPU backend (a background pip run)"""
 
     bl_idname = "mochi.install_slangpy"
     bl_label = "Install slangpy"
+    bl_description = (f"Download slangpy (about {SLANGPY_DOWNLOAD_MB} MB: it carries the Slang compiler) and install it "
+                      "into Mochi's own user folder with Blender's Python, for the ray-traced GPU backend (AMD, Intel, "
+                      "Apple and NVIDIA GPUs); Blender keeps working while it installs")
     bl_options = {"INTERNAL"}
 
     _timer = None
@@ -168,8 +171,6 @@ class MOCHI_OT_install_slangpy(bpy.types.Operator):
 
 def _draw_rt_install(row) -> None:
     """The install button, or the running install's status, beside the rt backend's reason."""
-    from ..engine.backends.rt_device import SLANGPY_DOWNLOAD_MB
-
     if _install is not None and not _install.finished:
         row.label(text=f"Installing {_install.what}: {_install.status or 'starting pip'}", icon="TIME")
     elif importlib.util.find_spec("slangpy") is None:

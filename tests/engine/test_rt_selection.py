@@ -200,3 +200,16 @@ def test_cli_contacts_on_a_forced_device_equal_the_oracle(rt_device, tmp_path):
                         "--backend", backend, *extra)
         assert result.returncode == 0, result.stderr
     assert np.array_equal(np.load(tmp_path / "rt.npy"), np.load(tmp_path / "brute.npy"))
+
+
+def test_auto_falls_back_from_rt_to_cpu_saying_why():
+    """'auto' told to start rt (as on a GPU whose self-check passed) on physics rt refuses: cpu runs."""
+    import dataclasses
+
+    model = _model()
+    model = dataclasses.replace(model, physics=dataclasses.replace(model.physics, contact_normal="hertz"))
+    lines = []
+    runner = make_backend("auto", model, log=lines.append, choose=lambda log: "rt")
+    assert runner.name == "cpu" and len(lines) == 1
+    assert lines[0].startswith("auto backend: The rt backend has only the linear (Hooke) contact law")
+    assert lines[0].endswith(" Using cpu instead.") and "rt not used" in runner.describe()
