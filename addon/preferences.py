@@ -97,9 +97,9 @@ class MOCHI_OT_install_slangpy(bpy.types.Operator):
 
     bl_idname = "mochi.install_slangpy"
     bl_label = "Install slangpy"
-    bl_description = (f"Download slangpy (about {SLANGPY_DOWNLOAD_MB} MB: it carries the Slang compiler) and install it "
-                      "into Mochi's own user folder with Blender's Python, for the ray-traced GPU backend (AMD, Intel, "
-                      "Apple and NVIDIA GPUs); Blender keeps working while it installs")
+    bl_description = (f"Download slangpy (about {SLANGPY_DOWNLOAD_MB} MB: it carries the Slang compiler) and "
+                      "install it into Mochi's own user folder with Blender's Python, for the ray-traced GPU "
+                      "backend (AMD, Intel, Apple and NVIDIA GPUs); Blender keeps working while it installs")
     bl_options = {"INTERNAL"}
 
     _timer = None

@@ -49,7 +49,7 @@ def run_self_check() -> tuple[bool, str]:
             pairs[name] = runner.contact_pairs()
         except Exception as exc:  # any failure means: do not pick optix; say why
             return False, gpu_failure_sentence(name, exc).rstrip(".")
-    return compare_contacts(pairs["cuda"], pairs["optix"])
+    return compare_contacts(pairs["cuda"], pairs["optix"], reference="the CUDA grid", checked="OptiX")
 
 
 def optix_passes_self_check(*, memory: SelfCheckMemory | None = None, log=print) -> tuple[bool, str]:

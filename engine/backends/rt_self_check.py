@@ -16,7 +16,8 @@ there); 'auto' asks for it only on hardware (engine.backends.select).
 from __future__ import annotations
 
 from .rt_device import RtDevice, open_rt_device
-from .self_check import SelfCheckMemory, compare_contacts, memory_file, remembered_check, self_check_state, sources_digest
+from .self_check import (SelfCheckMemory, compare_contacts, memory_file, remembered_check, self_check_state,
+                         sources_digest)
 
 #: Kernel sources whose change invalidates a remembered answer.
 SELF_CHECK_SOURCES = ("rt_contact_pairs.slang", "rt_dem_step.slang", "contact_law.h")

@@ -107,14 +107,14 @@ def self_check_state(count: int = SELF_CHECK_PARTICLES, *, seed: int = 17) -> tu
     return positions, radius
 
 
-def compare_contacts(reference_pairs: np.ndarray, checked_pairs: np.ndarray, *, reference: str = "the CUDA grid",
-                     checked: str = "OptiX") -> tuple[bool, str]:
+def compare_contacts(reference_pairs: np.ndarray, checked_pairs: np.ndarray, *, reference: str,
+                     checked: str) -> tuple[bool, str]:
     """(equal, one-sentence reason) for two backends' sorted contact pairs, int32 (P, 2).
 
     Args:
         reference_pairs: The trusted backend's pairs.
         checked_pairs: The pairs of the backend under check.
-        reference, checked: Their names in the reason.
+        reference, checked: Their names in the reason ('the CUDA grid', 'OptiX').
     """
     if reference_pairs.shape == checked_pairs.shape and np.array_equal(reference_pairs, checked_pairs):
         return True, f"{checked} found {reference}'s {len(reference_pairs)} contacts on the self-check state"

@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from engine.backends import make_backend, select
-from engine.backends.rt_device import open_rt_device
 from engine.backends.rt_self_check import rt_identity, rt_passes_self_check, run_rt_self_check
 from engine.backends.self_check import SelfCheckMemory, self_check_state
 from engine.errors import MochiError
@@ -117,7 +116,7 @@ def test_the_self_check_is_remembered_per_device_and_driver(rt_device, tmp_path)
     assert len(lines) == 1
 
 
-def _mochi(*args, cwd=None):
+def _mochi(*args):
     return subprocess.run([sys.executable, "-m", "engine.cli.main", *args], capture_output=True, text=True,
                           cwd=ROOT, timeout=600)
 
