@@ -41,6 +41,7 @@ class BakeJob:
             ``progress.estimate``); above this many seconds it waits for ``confirm`` (or a cancel).
             None: it never waits (scripts, the command line).
         progress: The engine's progress object, shared with the main thread.
+        rt_device: Device kind for rt or auto, or None: the first with ray tracing.
     """
 
     folder: Path
@@ -51,6 +52,7 @@ class BakeJob:
     inputs: dict | None = None
     confirm_above: float | None = None
     progress: object = None
+    rt_device: str | None = None
     _go: threading.Event = field(default_factory=threading.Event, repr=False)
     thread: threading.Thread | None = field(default=None, repr=False)
 
@@ -84,7 +86,7 @@ class BakeJob:
         from ..engine.estimate import estimate_bake
 
         self.progress.message = "Timing a few steps (the first bake after an install also compiles, ~45 s)"
-        estimate = estimate_bake(setup, frames=self.frames, backend=self.backend)
+        estimate = estimate_bake(setup, frames=self.frames, backend=self.backend, rt_device=self.rt_device)
         self.progress.estimate = estimate
         if self.confirm_above is None or estimate.bake_seconds <= self.confirm_above:
             return True
@@ -113,14 +115,14 @@ class BakeJob:
         try:
             if self.resume:
                 bake(None, self.folder, frames=self.frames, backend=self.backend, resume=True,
-                     progress=self.progress, info=self.info, inputs=self.inputs)
+                     progress=self.progress, info=self.info, inputs=self.inputs, rt_device=self.rt_device)
             else:
                 self.progress.message = "Packing the particle sources"
                 setup = setup_from_settings(self.settings)
                 if not self._estimate_and_wait(setup):
                     return
                 bake(setup, self.folder, frames=self.frames, backend=self.backend,
-                     progress=self.progress, info=self.info, inputs=self.inputs)
+                     progress=self.progress, info=self.info, inputs=self.inputs, rt_device=self.rt_device)
         except MochiError as exc:
             self.progress.error = str(exc)
         except Exception as exc:  # a bug: keep the traceback on the console, tell the user one line
@@ -137,12 +139,13 @@ def current_job() -> BakeJob | None:
 
 def start_job(folder: Path, *, frames: int, backend: str, settings: BakeSettings | None,
               info: dict | None = None, inputs: dict | None = None, confirm_above: float | None = None,
-              frames_on_disk: int = 0) -> BakeJob:
+              frames_on_disk: int = 0, rt_device: str | None = None) -> BakeJob:
     """Start a bake in a worker thread.
 
     Args:
         frames_on_disk: Complete frames the cache already holds (a resume): the progress starts there,
             so that nothing drawn before the worker has read the cache shows the bake back at frame 0.
+        rt_device: Device kind for rt or auto, or None.
 
     Raises:
         MochiError: a bake is already running.
@@ -156,7 +159,8 @@ def start_job(folder: Path, *, frames: int, backend: str, settings: BakeSettings
         if _current is not None:
             raise MochiError("A Mochi bake is already running; cancel it or wait for it to finish.")
         job = BakeJob(folder=Path(folder), frames=frames, backend=backend, settings=settings,
-                      info=dict(info or {}), inputs=inputs, confirm_above=confirm_above, progress=BakeProgress())
+                      info=dict(info or {}), inputs=inputs, confirm_above=confirm_above, progress=BakeProgress(),
+                      rt_device=rt_device)
         job.progress.frames_total = frames
         if frames_on_disk > 0:
             job.progress.frames_done = frames_on_disk

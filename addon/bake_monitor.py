@@ -98,13 +98,15 @@ def bake_timing_info(manifest: dict | None, total: int) -> dict:
 
 
 def start_bake(context, *, resume: bool, frames: int | None = None, backend: str | None = None,
-               confirm_above: float | None = None) -> BakeMonitor:
+               confirm_above: float | None = None, rt_device: str | None = None) -> BakeMonitor:
     """Snapshot the scene, check it, and start the worker; changes nothing on failure.
 
     Args:
         resume: Continue the cache in the scene's cache folder instead of starting over.
         frames: Total cache frames, default the scene's frame range.
         backend: Backend name overriding the scene setting.
+        rt_device: Device kind for rt or auto ('vulkan', 'd3d12', 'metal', 'cuda'), or None: the first
+            with ray tracing (a resume: the one its bake began on).
         confirm_above: Seconds above which a new bake's measured estimate waits for a confirmation
             (the Bake button's preference), or None.
 
@@ -138,6 +140,7 @@ def start_bake(context, *, resume: bool, frames: int | None = None, backend: str
                              "raise the end frame to bake more.")
         settings = None
         info = {key: manifest[key] for key in MANIFEST_INFO_KEYS if key in manifest}
+        rt_device = rt_device or manifest.get("rt_device_requested")
         # The scene as it is now, so the engine can refuse a resume of a scene that changed since.
         inputs = scene_blender_to_settings(context, frame_count=total).fingerprint()
     else:
@@ -148,7 +151,7 @@ def start_bake(context, *, resume: bool, frames: int | None = None, backend: str
     info.update(bake_timing_info(manifest if resume else None, total))
     job = bake_job.start_job(folder, frames=total, backend=backend_name(scene, backend), settings=settings,
                              info=info, inputs=inputs, confirm_above=confirm_above,
-                             frames_on_disk=completed if resume else 0)
+                             frames_on_disk=completed if resume else 0, rt_device=rt_device)
     start = scene.mochi.frame_start
     if resume and manifest.get("frame_start_scene") is not None:
         start = int(manifest["frame_start_scene"])

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import bpy
 
+from ..engine.backends import BACKEND_NAMES, check_rt_device
 from ..engine.cache_files import check_blend_cache_folder
+from ..engine.cli.options import add_rt_device_argument
 from ..engine.errors import MochiError
 
 
@@ -26,8 +28,9 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     bake.add_argument("--resume", action="store_true", help="Continue the existing cache instead of starting over.")
     bake.add_argument("--out", default=None,
                       help="Cache folder (default: the scene's); it is stored in the scene as its cache folder.")
-    bake.add_argument("--backend", choices=("auto", "cpu", "cuda", "optix"), default=None,
+    bake.add_argument("--backend", choices=BACKEND_NAMES, default=None,
                       help="Backend (default: the scene's setting).")
+    add_rt_device_argument(bake)
     export = commands.add_parser("preset-export", help="Save the open .blend's Mochi scene as a preset TOML "
                                  "(meshes beside it, in meshes/).")
     export.add_argument("out", help="The preset .toml to write.")
@@ -44,9 +47,12 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 
 
 def bake_open_file(*, frames: int | None, resume: bool, backend: str | None, out: str | None = None,
-                   save: bool = True) -> int:
+                   save: bool = True, rt_device: str | None = None) -> int:
     """Bake the scene of the open .blend; 0 on success, 1 when cancelled (Ctrl+C)."""
     from .bake_monitor import run_blocking, start_bake
+    from .snapshot import backend_name
+
+    check_rt_device(backend_name(bpy.context.scene, backend), rt_device)
 
     if out is None:
         # Headless, nobody can confirm a cache folder that the .blend itself points outside its folder
@@ -59,7 +65,7 @@ def bake_open_file(*, frames: int | None, resume: bool, backend: str | None, out
         bpy.context.scene.mochi.cache_directory = (str(folder) if folder.is_absolute()
                                                    else bpy.path.relpath(str(folder.resolve())))
 
-    monitor = start_bake(bpy.context, resume=resume, frames=frames, backend=backend)
+    monitor = start_bake(bpy.context, resume=resume, frames=frames, backend=backend, rt_device=rt_device)
     outcome = run_blocking(monitor, log=lambda line: print(line, flush=True))
     if save and bpy.data.filepath and outcome.frames_written > 0:
         bpy.ops.wm.save_mainfile()
@@ -92,13 +98,14 @@ def export_preset(out: str, *, name: str | None, overwrite: bool) -> int:
 
 def run(argv: list[str], *, prog: str = "mochi") -> int:
     """Parse and run; MochiError becomes one line on stderr and exit status 2."""
-    args = build_parser(prog).parse_args(argv)
     try:
+        args = build_parser(prog).parse_args(argv)  # a bad --rt-device is a MochiError (engine.cli.options)
         if args.command in ("bake", "preset-export") and not bpy.data.filepath:
             raise MochiError("No .blend file is open; give it before the command, e.g. "
                              f"blender -b scene.blend -c mochi {args.command}.")
         if args.command == "bake":
-            return bake_open_file(frames=args.frames, resume=args.resume, backend=args.backend, out=args.out)
+            return bake_open_file(frames=args.frames, resume=args.resume, backend=args.backend, out=args.out,
+                                  rt_device=args.rt_device)
         if args.command == "preset-export":
             return export_preset(args.out, name=args.name, overwrite=args.overwrite)
         return render_preview(args.cache, frame=args.frame, out=args.out, samples=args.samples,

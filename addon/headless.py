@@ -2,7 +2,7 @@
 
 The engine's command line runs, in a subprocess so that the engine never imports bpy:
 
-    python <repo>/addon/headless.py bake SCENE.blend [--frames N] [--resume] [--backend B]
+    python <repo>/addon/headless.py bake SCENE.blend [--frames N] [--resume] [--backend B] [--rt-device KIND]
     python <repo>/addon/headless.py render-preview CACHE_DIR --frame F --out PNG [--samples S] [--resolution W H]
     python <repo>/addon/headless.py preset-export SCENE.blend OUT.toml [--name NAME] [--overwrite]
 

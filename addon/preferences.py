@@ -1,9 +1,11 @@
 """Add-on preferences: which backends run here, and how to add the optional GPU packages.
 
-The CPU path ships inside the extension as wheels (issue 7). The GPU packages (CuPy, pyoptix) are
-large and driver-specific, so they are optional: the preferences show, for each missing backend, the
-exact command that installs them into this extension's own user folder with Blender's Python. The
-add-on never downloads anything itself; the user runs the command.
+The CPU path ships inside the extension as wheels (issue 7). The GPU packages are large and optional.
+CuPy and pyoptix are driver-specific: the preferences show the exact command that installs them into
+this extension's own user folder with Blender's Python, and the user runs it. slangpy (the ray-traced
+backend, any vendor) is one wheel for every GPU: a button installs it there with Blender's Python in a
+background process (addon/package_install.py), after saying how large the download is, and clears the
+backend probes so the Backend menu shows it at once. Nothing is downloaded without that click.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ import sys
 
 import bpy
 
+from ..engine.backends.rt_device import SLANGPY_DOWNLOAD_MB
 from .grain_budget import DEFAULT_CONFIRM_GRAINS
+from .package_install import PackageInstall, pip_install_command
 
 #: Packages each optional backend needs (pip names).
 GPU_PACKAGES = {"cuda": ("cupy-cuda12x",), "optix": ("cupy-cuda12x", "pyoptix-contrib")}
@@ -39,6 +43,20 @@ def install_command(backend: str) -> str:
     return f'"{sys.executable}" -m pip install --target "{target}" ' + " ".join(GPU_PACKAGES[backend])
 
 
+def slangpy_install_command(target: str) -> list[str]:
+    """The command installing the tested slangpy (pyproject.toml's ``rt`` extra) into ``target``."""
+    from ..engine.backends.rt_device import SLANGPY_REQUIREMENT
+
+    return pip_install_command(SLANGPY_REQUIREMENT, target)
+
+
+def slangpy_label() -> str:
+    """'slangpy 0.43.1', as the sentences name it."""
+    from ..engine.backends.rt_device import SLANGPY_REQUIREMENT
+
+    return SLANGPY_REQUIREMENT.replace("==", " ")
+
+
 def missing_cpu_modules() -> list[str]:
     """CPU-path modules that cannot be imported (an extension zip built without its wheels)."""
     return [name for name in CPU_MODULES if importlib.util.find_spec(name) is None]
@@ -60,6 +78,104 @@ class MOCHI_OT_copy_install_command(bpy.types.Operator):
         context.window_manager.clipboard = install_command(self.backend)
         self.report({"INFO"}, "Install command copied; run it in a terminal, then restart Blender.")
         return {"FINISHED"}
+
+
+#: The running (or last finished, until its end is reported) slangpy install; one at a time.
+_install: PackageInstall | None = None
+#: Seconds between two looks at the install.
+TIMER_STEP = 0.25
+
+
+def _redraw(context) -> None:
+    for window in context.window_manager.windows:
+        for area in window.screen.areas:
+            area.tag_redraw()
+
+
+class MOCHI_OT_install_slangpy(bpy.types.Operator):
+    """Install slangpy for the ray-traced GPU backend (a background pip run)"""
+
+    bl_idname = "mochi.install_slangpy"
+    bl_label = "Install slangpy"
+    bl_description = (f"Download slangpy (about {SLANGPY_DOWNLOAD_MB} MB: it carries the Slang compiler) and "
+                      "install it into Mochi's own user folder with Blender's Python, for the ray-traced GPU "
+                      "backend (AMD, Intel, Apple and NVIDIA GPUs); Blender keeps working while it installs")
+    bl_options = {"INTERNAL"}
+
+    _timer = None
+
+    def execute(self, context):
+        global _install
+        if _install is not None and not _install.finished:
+            self.report({"ERROR"}, f"{slangpy_label()} is being installed already; wait for it to finish.")
+            return {"CANCELLED"}
+        folder = extra_site_packages()
+        if folder is None:
+            self.report({"ERROR"}, "Mochi has no extension user folder to install slangpy into (it is not installed "
+                        "as an extension); install it with: pip install 'mochi-dem[rt]'.")
+            return {"CANCELLED"}
+        _install = PackageInstall(slangpy_install_command(folder), slangpy_label()).start()
+        if context.window is None:  # background Blender: nothing to keep drawing, so wait
+            _install.join()
+            return self._finish(context, _install, folder)
+        self._folder = folder
+        self._timer = context.window_manager.event_timer_add(TIMER_STEP, window=context.window)
+        context.window_manager.modal_handler_add(self)
+        _redraw(context)
+        return {"RUNNING_MODAL"}
+
+    def modal(self, context, event):
+        if event.type != "TIMER":
+            return {"PASS_THROUGH"}
+        job = _install
+        if not job.finished:
+            if context.workspace is not None:
+                context.workspace.status_text_set(f"Mochi: installing {job.what}: {job.status or 'starting pip'}")
+            _redraw(context)
+            return {"PASS_THROUGH"}
+        self._stop_timer(context)
+        return self._finish(context, job, self._folder)
+
+    def _stop_timer(self, context):
+        if self._timer is not None:
+            context.window_manager.event_timer_remove(self._timer)
+            self._timer = None
+        if context.workspace is not None:
+            context.workspace.status_text_set(None)
+
+    def _finish(self, context, job: PackageInstall, folder: str):
+        from ..engine.backends.select import clear_probe_cache, probe_rt
+
+        if context.window is not None:
+            _redraw(context)
+        if job.error is not None:
+            self.report({"ERROR"}, job.error)
+            return {"CANCELLED"}
+        if folder not in sys.path:
+            sys.path.append(folder)
+        clear_probe_cache()  # the Backend menu and this panel look again
+        probe = probe_rt()
+        if probe.available:
+            self.report({"INFO"}, f"{job.what} is installed; the ray-traced backend runs on {probe.text}.")
+        else:
+            self.report({"WARNING"}, f"{job.what} is installed, but the ray-traced backend cannot start: "
+                        f"{probe.text.rstrip('.')}.")
+        return {"FINISHED"}
+
+    def cancel(self, context):
+        """Blender ends the operator (window closed, file loaded): stop pip too."""
+        self._stop_timer(context)
+        if _install is not None:
+            _install.cancel()
+
+
+def _draw_rt_install(row) -> None:
+    """The install button, or the running install's status, beside the rt backend's reason."""
+    if _install is not None and not _install.finished:
+        row.label(text=f"Installing {_install.what}: {_install.status or 'starting pip'}", icon="TIME")
+    elif importlib.util.find_spec("slangpy") is None:
+        row.operator(MOCHI_OT_install_slangpy.bl_idname,
+                     text=f"Install slangpy (~{SLANGPY_DOWNLOAD_MB} MB download)", icon="IMPORT")
 
 
 class MochiPreferences(bpy.types.AddonPreferences):
@@ -95,6 +211,8 @@ class MochiPreferences(bpy.types.AddonPreferences):
             row.label(text=f"{name}: {reason}", icon="CANCEL")
             if name in GPU_PACKAGES:
                 row.operator(MOCHI_OT_copy_install_command.bl_idname, text="Copy Install Command").backend = name
+            elif name == "rt":
+                _draw_rt_install(row)
 
 
 def confirm_seconds(context) -> float | None:
@@ -112,18 +230,20 @@ def confirm_grain_budget(context) -> int | None:
     return int(grains) if grains > 0 else None
 
 
-CLASSES = (MOCHI_OT_copy_install_command, MochiPreferences)
+CLASSES = (MOCHI_OT_copy_install_command, MOCHI_OT_install_slangpy, MochiPreferences)
 
 
 def register():
     folder = extra_site_packages()
     if folder and folder not in sys.path:
-        sys.path.append(folder)  # where the copied command installs CuPy/pyoptix
+        sys.path.append(folder)  # where the copied command installs CuPy/pyoptix, and the button slangpy
     for cls in CLASSES:
         bpy.utils.register_class(cls)
 
 
 def unregister():
+    if _install is not None and not _install.finished:
+        _install.cancel()  # pip must not go on writing into the folder of a disabled extension
     for cls in reversed(CLASSES):
         bpy.utils.unregister_class(cls)
     folder = extra_site_packages()

@@ -142,7 +142,7 @@ class _SimulationSettings:
         gravity: Gravity at the first frame [m/s²].
         gravity_axis: Axis gravity turns about, or None for constant gravity.
         gravity_rate: Turning rate [rad/s].
-        backend: 'auto', 'cpu', 'cuda' or 'optix'.
+        backend: 'auto', 'cpu', 'cuda', 'optix' or 'rt'.
         fps: Frames per second of the scene [1/s].
         frame_start: Scene frame that shows cache frame 1.
         frame_count: Number of cache frames, the first being the initial state.

@@ -139,7 +139,7 @@ def bake(setup: SceneSetup | None, out_dir, *, frames: int, backend: str = "cpu"
          overwrite: bool = False, progress: BakeProgress | None = None, info: dict | None = None,
          inputs: dict | None = None, max_steps_per_frame: int | None = DEFAULT_MAX_STEPS_PER_FRAME,
          log: Callable[[str], None] | None = None, on_frame: Callable[[BakeProgress], None] | None = None,
-         on_step: Callable[[BakeProgress], None] | None = None) -> BakeProgress:
+         on_step: Callable[[BakeProgress], None] | None = None, rt_device: str | None = None) -> BakeProgress:
     """Bake frames 1..``frames`` of ``setup`` into the cache folder ``out_dir``.
 
     The folder is locked for the whole bake (``engine.cache_lock``). A resume continues exactly or is
@@ -150,7 +150,7 @@ def bake(setup: SceneSetup | None, out_dir, *, frames: int, backend: str = "cpu"
         setup: The scene; None with ``resume`` (everything then comes from the cache).
         out_dir: Cache folder; created if missing, and removed again if the bake fails before frame 1.
         frames: Last frame to write (frame 1 is the initial state).
-        backend: 'cpu', 'cuda', 'optix' or 'auto'.
+        backend: 'cpu', 'cuda', 'optix', 'rt' or 'auto'.
         resume: Continue an existing cache from its last complete frame.
         overwrite: Replace an existing cache instead of refusing.
         progress: Progress object to update (one is made if None).
@@ -163,6 +163,8 @@ def bake(setup: SceneSetup | None, out_dir, *, frames: int, backend: str = "cpu"
         on_frame: Called after every written frame (the CLI's progress bar).
         on_step: Called after every chunk of ``CANCEL_CHECK_STEPS`` steps, so a progress bar moves
             within long frames.
+        rt_device: Device kind for rt or auto ('vulkan', 'd3d12', 'metal', 'cuda'; None: the first with
+            ray tracing), recorded in the manifest as ``rt_device_requested``.
 
     Returns:
         The progress object, finished.
@@ -174,8 +176,11 @@ def bake(setup: SceneSetup | None, out_dir, *, frames: int, backend: str = "cpu"
     """
     progress = progress or BakeProgress()
     log = log or (lambda message: None)
+    info = dict(info or {})
+    if rt_device is not None:
+        info["rt_device_requested"] = rt_device  # read by _make_runner, and kept for a resume
     try:
-        _bake(setup, Path(out_dir), frames, backend, resume, overwrite, progress, dict(info or {}), inputs,
+        _bake(setup, Path(out_dir), frames, backend, resume, overwrite, progress, info, inputs,
               max_steps_per_frame, log, on_frame, on_step)
     except BakeCancelled:
         progress.cancelled = True
@@ -382,7 +387,7 @@ def _prepare_resume(folder: Path, frames: int, backend_name: str, inputs: dict |
 
 def _make_runner(model, backend_name: str, info: dict, log):
     info["backend_requested"] = backend_name
-    runner = make_backend(backend_name, model, log=log)
+    runner = make_backend(backend_name, model, log=log, rt_device=info.get("rt_device_requested"))
     info["backend"] = runner.name
     info["engine_version"] = __version__
     info["engine_digest"] = _source_digest()

@@ -34,7 +34,7 @@ def physics_summary(setup: SceneSetup) -> dict:
 
 
 def run_benchmark(setup: SceneSetup, *, backend: str = "cpu", steps: int = 100, warmup: int = 3,
-                  untimed_setup: bool = False) -> dict:
+                  untimed_setup: bool = False, rt_device: str | None = None) -> dict:
     """Time ``steps`` steps from the scene's initial state after ``warmup`` untimed steps.
 
     With ``untimed_setup`` the backend's set-up for the first step (``Backend.prepare``: the CPU's
@@ -44,11 +44,14 @@ def run_benchmark(setup: SceneSetup, *, backend: str = "cpu", steps: int = 100, 
     The warm-up (JIT compilation, GPU module loading) runs on the same state, which is then restored,
     so the timed steps start from exactly the state a peer is given.
 
+    Args:
+        rt_device: Device kind for rt or auto ('vulkan', 'd3d12', 'metal', 'cuda'; None: the first).
+
     Returns:
         A JSON-safe dict: particles, steps, seconds, ms_per_step, particle_steps_per_s, build/detect/
         update ms per step, rebuilds, backend, physics (``physics_summary``) and physics_json.
     """
-    runner = make_backend(backend, setup.model, log=lambda message: None)
+    runner = make_backend(backend, setup.model, log=lambda message: None, rt_device=rt_device)
     if warmup:
         runner.set_state(setup.state)
         runner.step(warmup)

@@ -29,7 +29,7 @@ _POSITIVE_KEYS = {"fps": 10_000.0, "dt": 10.0}
 #: Entries the add-on or the CLI store, checked when present: key → (type, range or length limit).
 _OPTIONAL_INTEGERS = {"frame_start_scene": (-1_048_574, 1_048_574)}
 _OPTIONAL_STRINGS = {"blend_file": 4096, "scene": 1024, "preset": 4096, "blender_scene": 1024, "backend": 64,
-                     "backend_requested": 64, "engine_version": 64, "up_axis": 1}
+                     "backend_requested": 64, "rt_device_requested": 16, "engine_version": 64, "up_axis": 1}
 _HEX_DIGEST = re.compile(r"[0-9a-f]{64}")
 
 

@@ -344,7 +344,8 @@ def frame_costs(*, frames: int, steps_per_frame: int, fps: float, start_step: fl
 
 
 def estimate_bake(setup: SceneSetup, *, frames: int, backend: str = "cpu", log=lambda message: None,
-                  probe_steps: int = PROBE_STEPS, probe_seconds: float = PROBE_SECONDS) -> BakeEstimate:
+                  probe_steps: int = PROBE_STEPS, probe_seconds: float = PROBE_SECONDS,
+                  rt_device: str | None = None) -> BakeEstimate:
     """Time a few steps of ``setup`` (and of its grains packed) on ``backend``; predict ``frames`` frames.
 
     Args:
@@ -354,6 +355,7 @@ def estimate_bake(setup: SceneSetup, *, frames: int, backend: str = "cpu", log=l
         log: Where the probe says what it does ('compiling...').
         probe_steps: Most steps to time after each probe's warm-up step.
         probe_seconds: Most wall-clock time for each probe's timed steps [s].
+        rt_device: Device kind for rt or auto, as for ``engine.bake.bake``.
 
     Raises:
         MochiError: the backend cannot run the scene (as the bake would).
@@ -361,7 +363,7 @@ def estimate_bake(setup: SceneSetup, *, frames: int, backend: str = "cpu", log=l
     from .errors import MochiError
 
     model, choice = setup.model, setup.time_step
-    runner = make_backend(backend, model, log=log)
+    runner = make_backend(backend, model, log=log, rt_device=rt_device)
     log("Timing a few steps (the first bake after an install also compiles the kernels, ~45 s)...")
     warmup, per_step, chooser = _time_steps(runner, setup.state.copy(), probe_steps, probe_seconds)
 
@@ -372,7 +374,8 @@ def estimate_bake(setup: SceneSetup, *, frames: int, backend: str = "cpu", log=l
         if packed is not None:
             try:
                 # The backend the first probe ended up on ('auto' may have fallen back), not a new choice.
-                packed_runner = make_backend(runner.name or backend, packed[0], log=lambda message: None)
+                packed_runner = make_backend(runner.name or backend, packed[0], log=lambda message: None,
+                                             rt_device=rt_device if runner.name == "rt" else None)
                 _, probed, _ = _time_steps(packed_runner, packed[1], probe_steps, probe_seconds)
                 packed_step = PACKED_COST_FACTOR * probed
             except MochiError:

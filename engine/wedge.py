@@ -248,13 +248,14 @@ class VariantResult:
 
 @dataclass(frozen=True)
 class WedgeBakeOptions:
-    """Settings shared by every variant's bake."""
+    """Settings shared by every variant's bake (``rt_device``: the device kind for rt or auto, or None)."""
 
     frames: int | None = None
     particles: int | None = None
     backend: str = "cpu"
     resume: bool = False
     overwrite: bool = False
+    rt_device: str | None = None
 
 
 def bake_variant(preset_path: str, variant: WedgeVariant, options: WedgeBakeOptions) -> VariantResult:
@@ -275,7 +276,7 @@ def bake_variant(preset_path: str, variant: WedgeVariant, options: WedgeBakeOpti
                         resume=resuming, overwrite=options.overwrite,
                         info={"preset": str(Path(preset_path).resolve()), "up_axis": preset.up_axis,
                               "particles_requested": options.particles, "wedge": variant.values},
-                        inputs=preset_inputs(preset, particles=options.particles))
+                        inputs=preset_inputs(preset, particles=options.particles), rt_device=options.rt_device)
         result.frames_done, result.backend = progress.frames_done, progress.backend_name
     except MochiError as exc:
         result.error = str(exc)

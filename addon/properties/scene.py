@@ -11,7 +11,10 @@ from ...engine.settings_schema import TIME, model_settings
 from .fields import MochiFieldSettings
 from .schema import add_properties, model_property
 
-BACKEND_LABELS = {"auto": "Automatic", "cpu": "CPU", "cuda": "CUDA", "optix": "OptiX"}
+BACKEND_LABELS = {"auto": "Automatic", "cpu": "CPU", "cuda": "CUDA", "optix": "OptiX",
+                  "rt": "GPU, ray traced (any vendor)"}
+#: The engine backends the menu lists after 'auto', in its order (the enum numbers follow it: never reorder).
+MENU_BACKENDS = ("cpu", "cuda", "optix", "rt")
 _backend_items_cache: list = []
 
 #: Blender 4.5+ warns about '//' paths unless a path property says it supports them; older Blenders
@@ -21,17 +24,25 @@ PATH_OPTIONS = ({"PATH_SUPPORTS_BLEND_RELATIVE"}
 
 
 def backend_items(_self, _context):
-    """Enum items: 'auto' plus every engine backend, each saying whether it can start here."""
-    from ...engine.backends.select import available_backends
+    """Enum items: 'auto' plus every engine backend, each saying whether it can start here.
 
-    found = available_backends()
-    items = [("auto", "Automatic", "The fastest backend available here ("
-              + ", ".join(BACKEND_LABELS.get(n, n) for n in found) + ")", "AUTO", 0)]
-    for number, name in enumerate(("cpu", "cuda", "optix"), start=1):
+    The availability comes from ``engine.backends.select``'s probes, cached for the session (the rt probe
+    opens a slangpy device, about a second): Blender calls this at every redraw of the menu.
+    """
+    from ...engine.backends.select import available_backends, probe_rt, unavailable_backends
+
+    found, missing = available_backends(), unavailable_backends()
+    software_rt = "rt" in found and not probe_rt().hardware  # auto never picks a software device
+    candidates = [n for n in found if not (n == "rt" and software_rt)]
+    items = [("auto", "Automatic", "The fastest backend available here that passes its self-check ("
+              + ", ".join(BACKEND_LABELS.get(n, n) for n in candidates) + ")", "AUTO", 0)]
+    for number, name in enumerate(MENU_BACKENDS, start=1):
         reason = found.get(name)
         label = BACKEND_LABELS[name] + ("" if reason else " (not available)")
+        if name == "rt" and software_rt:
+            label += " (software)"
         tip = f"{BACKEND_LABELS[name]} backend: {reason}" if reason else \
-            f"{BACKEND_LABELS[name]} backend: not available on this computer"
+            f"{BACKEND_LABELS[name]} backend: not available on this computer: {missing.get(name, '')}"
         items.append((name, label, tip, "NONE", number))
     # Blender keeps pointers into the list returned here, so it must outlive the call.
     _backend_items_cache[:] = items

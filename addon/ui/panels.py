@@ -125,8 +125,9 @@ class MOCHI_PT_simulation(_PhysicsPanel, bpy.types.Panel):
         col.prop(s, "seed")
 
 
-#: Backends whose kernels have only the linear contact law (engine.backends.gpu_params.check_contact_law).
-GPU_BACKENDS = frozenset({"cuda", "optix"})
+#: Backends whose kernels have only the linear contact law (engine.backends.gpu_params.check_contact_law,
+#: engine.backends.rt_support).
+GPU_BACKENDS = frozenset({"cuda", "optix", "rt"})
 
 
 def _draw_surface(col, s, surface: str, hertz: bool) -> None:

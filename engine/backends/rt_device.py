@@ -17,6 +17,11 @@ import numpy as np
 from ..errors import MochiError
 from ..resources import data_dir
 
+#: The slangpy the rt path is tested with: pyproject.toml's ``rt`` extra (a test keeps the two equal) and
+#: what the add-on's preferences install.
+SLANGPY_REQUIREMENT = "slangpy==0.43.1"
+#: Download size of its wheel [MB] (it carries the Slang compiler), shown before installing it.
+SLANGPY_DOWNLOAD_MB = 92
 #: Device kinds ``--rt-device`` accepts, in the order ``open_rt_device(None)`` tries them.
 RT_DEVICE_KINDS = ("vulkan", "d3d12", "metal", "cuda")
 #: Adapter names of software Vulkan/D3D implementations (exact, but CPU speed).

@@ -12,6 +12,7 @@ from ..backends import BACKEND_NAMES
 from ..budget import DEFAULT_MAX_STEPS_PER_FRAME
 from ..errors import MochiError, escape_controls
 from .checks import MAX_FRAMES, MAX_PARTICLES, integer_in
+from .options import add_rt_device_argument
 
 
 def register(subparsers) -> None:
@@ -26,6 +27,7 @@ def register(subparsers) -> None:
     p.add_argument("--particles", type=int, help="scale the preset to about this many particles")
     p.add_argument("--backend", choices=BACKEND_NAMES, default=None,
                    help="simulation backend (default: cpu for a preset, the scene's choice for a .blend)")
+    add_rt_device_argument(p)
     p.add_argument("--resume", action="store_true",
                    help="continue the cache in --out from its last frame; refused if the preset, the files it "
                         "names or the engine changed, or if a frame or the contact history is missing")
@@ -39,6 +41,9 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    from ..backends import check_rt_device
+
+    check_rt_device(args.backend, args.rt_device)  # before any work (a resume's backend is checked again)
     integer_in(args.frames, "--frames", 1, MAX_FRAMES)
     integer_in(args.particles, "--particles", 1, MAX_PARTICLES)
     if args.scene.endswith(".blend"):
@@ -50,6 +55,8 @@ def run(args) -> int:
                 raise MochiError(f"{flag} applies to presets only; set it in the .blend's Mochi panel instead.")
 
         extra = ["bake", args.scene] + (["--backend", args.backend] if args.backend else [])
+        if args.rt_device:
+            extra += ["--rt-device", args.rt_device]
         if args.out:
             extra += ["--out", args.out]
         if args.frames is not None:
@@ -79,6 +86,7 @@ def run(args) -> int:
     setup = None
     estimate = None  # measured before a new bake only
     backend = args.backend or "cpu"
+    rt_device = args.rt_device
     if args.resume:
         manifest = read_manifest(out) if out.is_dir() else None
         particles = manifest.get("particles_requested") if manifest else None
@@ -87,7 +95,11 @@ def run(args) -> int:
                              f"to {args.particles} (leave it out, or bake again with --overwrite).")
         if manifest and args.backend is None:
             backend = manifest.get("backend_requested", backend)
+        if manifest and rt_device is None and backend in ("rt", "auto"):
+            rt_device = manifest.get("rt_device_requested")  # the device the bake began on
+        check_rt_device(backend, rt_device)
     else:
+        check_rt_device(backend, rt_device)  # a preset bakes on cpu unless --backend says otherwise
         particles = args.particles
         setup = setup_from_preset(preset, particles=particles)
         for note in setup.notes:
@@ -95,7 +107,7 @@ def run(args) -> int:
         if not args.no_estimate:
             from ..estimate import estimate_bake
 
-            estimate = estimate_bake(setup, frames=frames, backend=backend,
+            estimate = estimate_bake(setup, frames=frames, backend=backend, rt_device=rt_device,
                                      log=lambda message: print(message, file=sys.stderr))
             for line in estimate.lines():
                 print(f"  {line}", file=sys.stderr)
@@ -121,7 +133,7 @@ def run(args) -> int:
                         info={"preset": str(Path(args.scene).resolve()), "particles_requested": particles,
                               "up_axis": preset.up_axis},
                         inputs=preset_inputs(preset, particles=particles),
-                        max_steps_per_frame=args.max_steps_per_frame or None,
+                        max_steps_per_frame=args.max_steps_per_frame or None, rt_device=rt_device,
                         log=lambda message: print(message, file=sys.stderr))
     finally:
         bar.close()

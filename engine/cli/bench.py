@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from ..backends import BACKEND_NAMES
+from .options import add_rt_device_argument
 
 
 def register(subparsers) -> None:
@@ -17,11 +18,13 @@ def register(subparsers) -> None:
     p.add_argument("--warmup", type=int, default=3, help="untimed steps first, state restored (default 3)")
     p.add_argument("--state", help="PLY (x y z radius, optional vx vy vz) replacing the preset's particles")
     p.add_argument("--backend", default="cpu", choices=BACKEND_NAMES)
+    add_rt_device_argument(p)
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    from ..backends import check_rt_device
     from ..benchmark import run_benchmark
     from ..errors import MochiError
     from ..ply import read_particles
@@ -30,6 +33,7 @@ def run(args) -> int:
 
     from .checks import MAX_PARTICLES, integer_in
 
+    check_rt_device(args.backend, args.rt_device)
     if args.steps < 1:
         raise MochiError(f"--steps must be at least 1, not {args.steps}.")
     integer_in(args.steps, "--steps", 1, 10_000_000)
@@ -38,7 +42,7 @@ def run(args) -> int:
     preset = load_preset(args.preset)
     replace = read_particles(args.state) if args.state else None
     setup = setup_from_preset(preset, particles=args.particles, replace_particles=replace)
-    result = run_benchmark(setup, backend=args.backend, steps=args.steps, warmup=args.warmup)
+    result = run_benchmark(setup, backend=args.backend, steps=args.steps, warmup=args.warmup, rt_device=args.rt_device)
     if args.json:
         print(json.dumps(result))
         return 0

@@ -10,6 +10,7 @@ from ..atomic import write_atomic
 from ..contacts import count_contacts
 from ..errors import MochiError
 from ..neighbors import NEIGHBOR_SEARCH_NAMES
+from .options import add_rt_device_argument
 
 
 def register(subparsers) -> None:
@@ -21,14 +22,17 @@ def register(subparsers) -> None:
     p.add_argument("--backend", choices=NEIGHBOR_SEARCH_NAMES, default="cpu",
                    help="search that finds the contacts (all give the same counts; 'brute' is the exact "
                         "oracle; 'auto' says what it chose)")
+    add_rt_device_argument(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    from ..backends import check_rt_device
     from ..ply import read_particles
 
+    check_rt_device(args.backend, args.rt_device)
     positions, radius, _ = read_particles(args.state)
-    counts = count_contacts(positions, radius, args.backend, log=print)
+    counts = count_contacts(positions, radius, args.backend, log=print, rt_device=args.rt_device)
     out = Path(args.out)
     if out.suffix != ".npy":
         raise MochiError(f"The output '{out}' must end in .npy.")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..backends import BACKEND_NAMES
 from ..errors import MochiError
+from .options import add_rt_device_argument
 
 
 def register(subparsers) -> None:
@@ -26,6 +27,7 @@ def register(subparsers) -> None:
     p.add_argument("--frames", type=int, help="last frame to bake (default: the preset's)")
     p.add_argument("--particles", type=int, help="scale the preset to about this many particles")
     p.add_argument("--backend", choices=BACKEND_NAMES, default="cpu", help="simulation backend (default cpu)")
+    add_rt_device_argument(p)
     p.add_argument("--jobs", type=int, help="CPU bakes at once (default: one per core, the cores shared out)")
     p.add_argument("--gpus", type=int, help="GPUs to use with --backend cuda/optix, one bake per GPU (default 1)")
     p.add_argument("--resume", action="store_true", help="continue the variants' bakes from their last frames")
@@ -49,6 +51,8 @@ def _wedge_arguments(args) -> list[str]:
     for vary in args.vary:
         argv += ["--vary", vary]
     argv += ["--out", str(Path(args.out).resolve()), "--backend", args.backend]
+    if args.rt_device is not None:
+        argv += ["--rt-device", args.rt_device]
     if args.frames is not None:
         argv += ["--frames", str(args.frames)]
     if args.particles is not None:
@@ -60,8 +64,10 @@ def run(args) -> int:
     from ..preset import read_preset_document
     from ..wedge import WedgeBakeOptions, WedgeRecord, bake_wedge, check_folders, expand, parse_vary, variant_preset
 
+    from ..backends import check_rt_device
     from .checks import MAX_FRAMES, MAX_PARTICLES, integer_in
 
+    check_rt_device(args.backend, args.rt_device)
     # --frames 0 must not mean 'the preset's frames' (0 is falsy): refused, as by mochi bake.
     integer_in(args.frames, "--frames", 1, MAX_FRAMES)
     integer_in(args.particles, "--particles", 1, MAX_PARTICLES)
@@ -88,7 +94,7 @@ def run(args) -> int:
     if not args.sheet_only:
         check_folders(variants, resume=args.resume, overwrite=args.overwrite)
         options = WedgeBakeOptions(frames=args.frames, particles=args.particles, backend=args.backend,
-                                   resume=args.resume, overwrite=args.overwrite)
+                                   resume=args.resume, overwrite=args.overwrite, rt_device=args.rt_device)
 
         def report(variant, result):
             state = f"failed: {result.error}" if result.error else f"frames 1–{result.frames_done}"

@@ -23,12 +23,17 @@ __all__ = ["CAPACITY_MARGIN", "NEIGHBOR_SEARCH_NAMES", "NeighborList", "Neighbor
 NEIGHBOR_SEARCH_NAMES = ("brute", "auto", "cpu", "cuda", "optix", "rt")
 
 
-def make_neighbor_search(name: str, *, log=lambda message: None) -> NeighborSearch:
-    """The search called ``name`` (one of ``NEIGHBOR_SEARCH_NAMES``); ``log`` takes one-line messages.
+def make_neighbor_search(name: str, *, log=lambda message: None, rt_device: str | None = None) -> NeighborSearch:
+    """The search called ``name`` (one of ``NEIGHBOR_SEARCH_NAMES``); ``log`` takes one-line messages;
+    ``rt_device`` forces the device kind of 'rt' (and of the rt backend 'auto' may choose).
 
     Raises:
-        MochiError: an unknown name.
+        MochiError: an unknown name, or a device kind for a search other than 'rt' or 'auto'.
     """
+    from ..backends import check_rt_device
+
+    if name in NEIGHBOR_SEARCH_NAMES:
+        check_rt_device(name, rt_device)
     if name == "brute":
         from .brute import NeighborSearchBrute
 
@@ -40,9 +45,9 @@ def make_neighbor_search(name: str, *, log=lambda message: None) -> NeighborSear
     if name == "rt":
         from .rt import NeighborSearchRt
 
-        return NeighborSearchRt()
+        return NeighborSearchRt(rt_device)
     if name in NEIGHBOR_SEARCH_NAMES:
         from .solver import NeighborSearchSolver
 
-        return NeighborSearchSolver(name, log=log)
+        return NeighborSearchSolver(name, log=log, rt_device=rt_device)
     raise MochiError(f"Unknown neighbour search '{name}'; choose one of {', '.join(NEIGHBOR_SEARCH_NAMES)}.")

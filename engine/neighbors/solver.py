@@ -19,11 +19,13 @@ class NeighborSearchSolver(NeighborSearch):
     Args:
         backend: A name of ``engine.backends.BACKEND_NAMES`` ('auto' falls back as the bake does).
         log: Where one-line messages go ('auto' reports its choice).
+        rt_device: Device kind for the rt backend 'auto' may choose, or None.
     """
 
-    def __init__(self, backend: str, *, log=lambda message: None):
+    def __init__(self, backend: str, *, log=lambda message: None, rt_device: str | None = None):
         self.name = backend
         self.log = log
+        self.rt_device = rt_device
         self.chosen = ""
 
     def _search(self, centres, radius, active, skin):
@@ -33,7 +35,7 @@ class NeighborSearchSolver(NeighborSearch):
 
         if skin != 0.0:
             raise MochiError(f"The {self.name} search finds touching pairs only; use skin 0 with it.")
-        runner = make_backend(self.name, contact_model(centres, radius), log=self.log)
+        runner = make_backend(self.name, contact_model(centres, radius), log=self.log, rt_device=self.rt_device)
         self.chosen = runner.describe()
         runner.set_state(make_state(centres, active=active.astype(np.uint8)))
         pairs = runner.contact_pairs()

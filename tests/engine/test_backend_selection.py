@@ -14,7 +14,7 @@ import pytest
 from engine.backends import make_backend, select
 from engine.backends.gpu_failure import gpu_failure_sentence, start_gpu_backend
 from engine.backends.gpu_toolchain import GpuUnavailable, kernel_source
-from engine.backends.optix_self_check import SelfCheckMemory, compare_contacts, self_check_state
+from engine.backends.self_check import SelfCheckMemory, compare_contacts, self_check_state
 from engine.backends.cpu import BackendCpu
 from engine.model import contact_model
 from engine.errors import MochiError
@@ -130,6 +130,9 @@ def test_self_check_memory(tmp_path):
     assert memory.get("gpu A") is None  # a damaged file only means the check runs again
 
 
+OPTIX = {"reference": "the CUDA grid", "checked": "OptiX"}
+
+
 def test_self_check_comparison_catches_missing_and_repeated_pairs():
     """The comparison the self-check makes, on the CPU backend's contacts of the self-check state."""
     positions, radius = self_check_state(600)
@@ -137,12 +140,12 @@ def test_self_check_comparison_catches_missing_and_repeated_pairs():
     runner.set_state(make_state(positions))
     pairs = runner.contact_pairs()
     assert len(pairs) > 100 and [0, 1] in pairs.tolist() and [2, 3] in pairs.tolist()
-    assert compare_contacts(pairs, pairs.copy())[0]
-    passed, reason = compare_contacts(pairs, pairs[1:])
+    assert compare_contacts(pairs, pairs.copy(), **OPTIX)[0]
+    passed, reason = compare_contacts(pairs, pairs[1:], **OPTIX)
     assert not passed and "1 missing" in reason
     doubled = np.concatenate([pairs, pairs[:2]])
     doubled = doubled[np.lexsort((doubled[:, 1], doubled[:, 0]))]
-    passed, reason = compare_contacts(pairs, doubled)
+    passed, reason = compare_contacts(pairs, doubled, **OPTIX)
     assert not passed and "2 listed twice" in reason
 
 
