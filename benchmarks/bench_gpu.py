@@ -61,13 +61,8 @@ PRESET_DIR = ROOT / "presets"
 def start_backend(name: str, model):
     """Backend ``name`` for ``model``: an engine backend, or ``rt:KIND`` (the rt backend on that slangpy
     device kind); a device that cannot start is one sentence (``MochiError``/``GpuUnavailable``)."""
-    if not name.startswith("rt:"):
-        return make_backend(name, model, log=lambda message: None)
-    from engine.backends.gpu_failure import start_gpu_backend
-    from engine.backends.rt_backend import BackendRt
-
-    kind = name.split(":", 1)[1]
-    return start_gpu_backend("rt", lambda m: BackendRt(m, device=kind), model)
+    name, _, kind = name.partition(":")
+    return make_backend(name, model, log=lambda message: None, rt_device=kind or None)
 
 
 # --- scenes -------------------------------------------------------------------------------------
