@@ -176,18 +176,23 @@ def test_a_cpu_history_with_rigid_bodies_resumes_on_rt(rt_device, integrator):
     assert np.abs(turned).max() > 100 * ORIENTATION_TOLERANCE
 
 
-def test_the_rigid_bunny_preset_lands_on_rt_as_on_the_cpu(rt_device):
-    """presets/bunny_rigid.toml (coarse: about 400 grains, one body), moved to 2 mm above the floor and
-    falling at 2.5 m/s (as it lands), 100 steps: finite, and within the bounds of test_rt_backend and
-    test_rt_rotation."""
+def landing_bunny():
+    """presets/bunny_rigid.toml (coarse: 398 grains, one body, its own dt of 2.4e-4 s), moved to 2 mm above
+    the floor and falling at 2.5 m/s (as it lands)."""
     setup = setup_from_preset(load_preset(PRESETS / "bunny_rigid.toml"), particles=400)
-    model, state = setup.model, setup.state
-    assert model.clumps.count == 1 and model.physics.rotation
+    state = setup.state
     positions = state.positions.copy()
-    positions[:, 1] -= float((positions[:, 1] - model.radius).min()) - 0.002
+    positions[:, 1] -= float((positions[:, 1] - setup.model.radius).min()) - 0.002
     velocities = state.velocities.copy()
     velocities[:, 1] = -2.5
-    state = dataclasses.replace(state, positions=positions, velocities=velocities)
+    return dataclasses.replace(setup, state=dataclasses.replace(state, positions=positions, velocities=velocities))
+
+
+def test_the_rigid_bunny_preset_lands_on_rt_as_on_the_cpu(rt_device):
+    """The landing bunny, 100 steps: finite, and within the bounds of test_rt_backend and test_rt_rotation."""
+    setup = landing_bunny()
+    model, state = setup.model, setup.state
+    assert model.clumps.count == 1 and model.physics.rotation
     cpu_backend, rt_backend = make_backend("cpu", model), _rt(model, rt_device)
     cpu = _run(cpu_backend, state, STEPS)
     rt = _run(rt_backend, state, STEPS)
@@ -195,6 +200,31 @@ def test_the_rigid_bunny_preset_lands_on_rt_as_on_the_cpu(rt_device):
     assert np.abs(cpu.angular_velocities).max() > 10 * OMEGA_TOLERANCE  # it hit the floor and turned
     assert_rotating_state_close(rt, cpu)
     assert_bodies_close(rt_backend.get_contact_history(), cpu_backend.get_contact_history(), model)
+
+
+def test_an_rt_bake_of_the_rigid_bunny_matches_the_cpu_and_resumes_from_its_cache_bit_for_bit(rt_device, tmp_path):
+    """mochi's bake of the landing bunny on rt: 3 frames (492 steps) straight, and 2 frames, cancelled, resumed
+    to 3 from the cache (the bodies' state read back from disk in the CPU backend's keys): the same frame
+    files, byte for byte; every frame finite and within the bounds of test_rt_backend of the CPU's bake."""
+    from engine.bake import bake
+    from engine.cache import read_frame
+
+    from .test_rt_backend import bake_cancelled_and_resumed
+
+    setup = landing_bunny()
+    straight, resumed, history = bake_cancelled_and_resumed(setup, tmp_path)
+    clumps = {key: value for key, value in history.items() if key.startswith("clump_")}
+    assert sorted(clumps) == sorted(f"clump_{name}" for name in
+                                    ("centre", "velocity", "momentum", "orientation", "force", "torque"))
+    assert all(value.dtype == np.float64 for value in clumps.values())
+    assert len(straight) == 3 and straight == resumed
+    bake(setup, tmp_path / "cpu", frames=3, backend="cpu")
+    for frame in (1, 2, 3):
+        rt, cpu = (read_frame(tmp_path / name, frame) for name in ("full", "cpu"))
+        for axis in "xyz":
+            assert np.isfinite(rt[axis]).all()
+            assert np.abs(rt[axis] - cpu[axis]).max() <= POSITION_TOLERANCE, (frame, axis)
+    assert np.abs(cpu["y"] - setup.state.positions[:, 1]).max() > 0.01  # it fell, landed and moved
 
 
 def test_rigid_bodies_of_grains_that_do_not_rotate_are_refused_before_any_device_work(monkeypatch):
