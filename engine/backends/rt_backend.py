@@ -21,6 +21,7 @@ Issue 28's backend. Every step, in three timed phases:
    gravity on the host, the others per grain by kernels/field_law.h), open-side exits, NaN and speed checks. With
    velocity Verlet (``_step``) the drift (``rt_step_drift``) comes first, the forces are those of the
    drifted positions, and ``rt_step_integrate`` is the second half kick, storing the accelerations.
+   Rigid bodies (engine.backends.rt_clumps) then move as one, each from its members' accelerations.
 
 Deterministic: every force sum is taken by one thread in a fixed order and the pairs are sorted, so the
 same state gives the same bits on a rerun and on a resume (no float atomics; the checks use integer
@@ -32,7 +33,7 @@ CPU backend's format (particle ids), bit for bit from rt to rt.
 
 What it steps is the paper's model, with either friction model ('damper', or 'spring': static friction),
 rotating grains (friction and rolling torques, rolling springs per row entry and wall side), SJKR
-cohesion and glued bodies, with semi-implicit Euler or velocity Verlet, and force fields of every kind;
+cohesion, glued and rigid bodies, with semi-implicit Euler or velocity Verlet, and force fields of every kind;
 engine.backends.rt_support refuses the rest in one sentence.
 
 Host round trips (this slice): positions and velocities live on the device between steps, but each step
@@ -149,7 +150,7 @@ class BackendRt(Backend):
         self.euler = physics.integrator == "euler"
         # Glue bonds (engine.backends.rt_bonds) act in the force kernel; with them the CPU takes the full law.
         self.bonds = RtBonds(self.rt, model)
-        # Rigid bodies (engine.backends.rt_clumps): a per-clump kernel after the update; the full law, as on the CPU.
+        # Rigid bodies (engine.backends.rt_clumps): a per-body kernel after the update; the full law, as on the CPU.
         self.clumps = RtClumps(self.rt, model, self.origin)
         self.full = (self.rotation or prepared.cohesive or not self.euler or self.bonds.count > 0
                      or self.clumps.count > 0)
@@ -235,8 +236,9 @@ class BackendRt(Backend):
     def get_contact_history(self) -> ContactHistory | None:
         """The tangential springs of the pairs and walls, and their rolling springs with rolling resistance, in
         particle ids (engine.backends.rt_springs), with Verlet the stored accelerations and with glue bonds
-        their state (engine.backends.rt_bonds), for a bit-exact resume; None for friction model 'damper'
-        without rolling resistance or bonds, which keeps no history."""
+        their state (engine.backends.rt_bonds), with rigid bodies theirs (engine.backends.rt_clumps), for a
+        bit-exact resume; None for friction model 'damper' without rolling resistance, bonds or rigid bodies,
+        which keeps no history."""
         verlet = not self.euler and self.primed
         if not (self.keep_history or verlet or self.bonds.count or self.clumps.count):
             return None
@@ -409,8 +411,8 @@ class BackendRt(Backend):
 
     def _clump_step(self, phase: int) -> None:
         """The rigid bodies' step after the grains' own (engine.backends.rt_clumps; the CPU's phases)."""
-        self.clumps.step(phase, {"g_pos": self._pos, "g_vel": self._vel, "g_omega": self._omega, "g_quat": self._quat,
-                                 "g_acc": self._acc, "g_alpha": self._alpha})
+        self.clumps.step(phase, {"g_pos": self._pos, "g_vel": self._vel, "g_omega": self._omega,
+                                 "g_quat": self._quat, "g_acc": self._acc, "g_alpha": self._alpha})
 
     def _step(self, count: int) -> StepTimings:
         """Euler: detect, forces, kick-and-move. Verlet (the CPU backend's order, LAMMPS fix nve/sphere):

@@ -9,8 +9,9 @@ orientations, velocities and spins from it, as the CPU backend's ``clump_step`` 
 phases: 0 sums only (Verlet's priming), 1 an Euler step, 2 and 3 Verlet's halves.
 
 In double where the device has float64 shaders (Vulkan, D3D12, CUDA; lavapipe too), as the CPU and the
-CUDA kernels keep the bodies: a body state in float32 would round its centre by up to half a float32 step
-at every step, where the CPU keeps float64. Metal has no float64, and rigid bodies are refused there.
+CUDA kernels keep the bodies: a body state in float32 rounds its centre, momentum and orientation every
+step, where the CPU keeps float64 (docs/rt.md: 2 to 30 times farther from the CPU after 100 steps). Metal
+has no float64, and rigid bodies are refused there.
 
 The body state is the CUDA kernels' row (``engine.backends.gpu_params.clump_bodies``: centre in the world
 frame, velocity, angular momentum, orientation, force and torque sums) and travels in the history under
