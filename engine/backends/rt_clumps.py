@@ -6,7 +6,8 @@ touch, as on the CPU) and ``rt_step_integrate`` moves them and stores each one's
 ``g_acc`` / ``g_alpha`` (with Euler too). Then ``rt_clump_step`` (kernels/rt_clumps.slang: one thread per
 clump, members in their fixed order) sums them, moves the body, and sets the members' centres,
 orientations, velocities and spins from it, as the CPU backend's ``clump_step`` does, in double, with its
-phases: 0 sums only (Verlet's priming), 1 an Euler step, 2 and 3 Verlet's halves.
+phases: 0 sums only (Verlet's priming), 1 an Euler step, 2 and 3 Verlet's halves. The step is
+kernels/clump_law.h, the CUDA kernels' own source (their ``dem_clump_step_one``).
 
 In double where the device has float64 shaders (Vulkan, D3D12, CUDA; lavapipe too), as the CPU and the
 CUDA kernels keep the bodies: a body state in float32 rounds its centre, momentum and orientation every
