@@ -4,6 +4,8 @@
 // compiled on its own.
 #pragma once
 #include "dem_math.cuh"
+// clump_law.h after dem_math.cuh, which brings dem_params.h (DEM_CLUMP_*).
+#include "clump_law.h"
 
 // (ax, ay, az) is gravity plus the uniform/rotating fields at t = step·dt [m/s²]; step is the global
 // index of the step being taken. Wall springs live by model index (DemParams::wall_springs).
@@ -271,118 +273,45 @@ __device__ __forceinline__ void dem_integrate_slot(const DemParams& P, float ax,
     P.info[i] = info;
 }
 
-// Rotation matrix (row-major 3×3) of the unit quaternion (w, x, y, z).
-__device__ __forceinline__ void dem_rotation_matrix(const double* q, double* m) {
-    const double q0 = q[0], q1 = q[1], q2 = q[2], q3 = q[3];
-    m[0] = 1.0 - 2.0 * (q2 * q2 + q3 * q3);
-    m[1] = 2.0 * (q1 * q2 - q0 * q3);
-    m[2] = 2.0 * (q1 * q3 + q0 * q2);
-    m[3] = 2.0 * (q1 * q2 + q0 * q3);
-    m[4] = 1.0 - 2.0 * (q1 * q1 + q3 * q3);
-    m[5] = 2.0 * (q2 * q3 - q0 * q1);
-    m[6] = 2.0 * (q1 * q3 - q0 * q2);
-    m[7] = 2.0 * (q2 * q3 + q0 * q1);
-    m[8] = 1.0 - 2.0 * (q1 * q1 + q2 * q2);
-}
+// The grains and body row of clump c, as kernels/clump_law.h reads and writes them: slots through
+// model_to_slot, the rows of rotating grains only where they rotate.
+struct DemClumpGrains {
+    const DemParams& P;
+    int c;
+    __device__ __forceinline__ double* body() const { return P.clump_body + (size_t)DEM_CLUMP_BODY * c; }
+    __device__ __forceinline__ double mass() const { return P.clump_mass[c]; }
+    __device__ __forceinline__ const double* inertia_inv() const { return P.clump_inertia_inv + 9 * (size_t)c; }
+    __device__ __forceinline__ int start(int clump) const { return P.clump_start[clump]; }
+    __device__ __forceinline__ int member(int k) const { return P.clump_members[k]; }
+    __device__ __forceinline__ int slot(int model) const { return P.model_to_slot[model]; }
+    __device__ __forceinline__ const double* offset(int model) const { return P.clump_offset + 3 * (size_t)model; }
+    __device__ __forceinline__ bool rotation() const { return P.rotation; }
+    __device__ __forceinline__ float4 position(int slot) const { return P.pos[slot]; }
+    __device__ __forceinline__ float4 velocity(int slot) const { return P.vel[slot]; }
+    __device__ __forceinline__ float4 acceleration(int slot) const { return P.accel[slot]; }
+    __device__ __forceinline__ float4 angular_acceleration(int slot) const { return P.alpha[slot]; }
+    __device__ __forceinline__ float4 omega(int slot) const { return P.omega[slot]; }
+    __device__ __forceinline__ void set_position(int slot, double x, double y, double z, float w) const {
+        P.pos[slot] = make_float4((float)x, (float)y, (float)z, w);
+    }
+    __device__ __forceinline__ void set_orientation(int slot, double q0, double q1, double q2, double q3) const {
+        P.orientation[slot] = make_float4((float)q0, (float)q1, (float)q2, (float)q3);
+    }
+    __device__ __forceinline__ void set_velocity(int slot, double x, double y, double z, float w) const {
+        P.vel[slot] = make_float4((float)x, (float)y, (float)z, w);
+    }
+    __device__ __forceinline__ void set_omega(int slot, double x, double y, double z, float w) const {
+        P.omega[slot] = make_float4((float)x, (float)y, (float)z, w);
+    }
+    __device__ __forceinline__ double dt() const { return (double)P.dt; }
+};
 
-// Ω = R I_b⁻¹ Rᵀ L (world frame).
-__device__ __forceinline__ void dem_clump_omega(const double* rot, const double* inv, const double* l, double* w) {
-    const double bx = rot[0] * l[0] + rot[3] * l[1] + rot[6] * l[2];
-    const double by = rot[1] * l[0] + rot[4] * l[1] + rot[7] * l[2];
-    const double bz = rot[2] * l[0] + rot[5] * l[1] + rot[8] * l[2];
-    const double wx = inv[0] * bx + inv[1] * by + inv[2] * bz;
-    const double wy = inv[3] * bx + inv[4] * by + inv[5] * bz;
-    const double wz = inv[6] * bx + inv[7] * by + inv[8] * bz;
-    w[0] = rot[0] * wx + rot[1] * wy + rot[2] * wz;
-    w[1] = rot[3] * wx + rot[4] * wy + rot[5] * wz;
-    w[2] = rot[6] * wx + rot[7] * wy + rot[8] * wz;
-}
-
-// One rigid clump c moved as one body and its members set from it: engine/backends/cpu_kernels.clump_step
-// for one clump, in double (one thread per clump, members in their fixed order). The members' forces
-// come from DemParams::accel and alpha (what the update left: force/m + gravity + fields, torque/I).
-// phase: 0 sums only (Verlet's priming), 1 an Euler step, 2 Verlet's first half (with the stored sums),
-// 3 Verlet's second half (with the new sums).
+// One rigid clump c moved as one body and its members set from it: kernels/clump_law.h clump_step_one
+// (engine/backends/cpu_kernels.clump_step for one clump, in double, one thread per clump, members in
+// their fixed order). The members' forces come from DemParams::accel and alpha (what the update left:
+// force/m + gravity + fields, torque/I). phase: 0 sums only (Verlet's priming), 1 an Euler step, 2
+// Verlet's first half (with the stored sums), 3 Verlet's second half (with the new sums).
 __device__ __forceinline__ void dem_clump_step_one(const DemParams& P, int phase, int c) {
-    double* body = P.clump_body + (size_t)DEM_CLUMP_BODY * c;
-    double rot[9];
-    dem_rotation_matrix(body + DEM_CLUMP_ORIENTATION, rot);
-    const int first = P.clump_start[c], last = P.clump_start[c + 1];
-    if (phase != 2) {
-        double f[3] = {0.0, 0.0, 0.0}, t[3] = {0.0, 0.0, 0.0};
-        for (int k = first; k < last; ++k) {
-            const int model = P.clump_members[k];
-            const int slot = P.model_to_slot[model];
-            const double* o = P.clump_offset + 3 * (size_t)model;
-            const double m = (double)P.vel[slot].w;
-            const double px = rot[0] * o[0] + rot[1] * o[1] + rot[2] * o[2];
-            const double py = rot[3] * o[0] + rot[4] * o[1] + rot[5] * o[2];
-            const double pz = rot[6] * o[0] + rot[7] * o[1] + rot[8] * o[2];
-            const float4 a = P.accel[slot];
-            const double gx = m * (double)a.x, gy = m * (double)a.y, gz = m * (double)a.z;
-            const double r = (double)P.pos[slot].w;
-            const double inertia = 0.4 * m * (r * r);
-            float4 al = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            if (P.rotation) al = P.alpha[slot];
-            f[0] += gx;
-            f[1] += gy;
-            f[2] += gz;
-            t[0] += py * gz - pz * gy + inertia * (double)al.x;
-            t[1] += pz * gx - px * gz + inertia * (double)al.y;
-            t[2] += px * gy - py * gx + inertia * (double)al.z;
-        }
-        for (int a = 0; a < 3; ++a) {
-            body[DEM_CLUMP_FORCE + a] = f[a];
-            body[DEM_CLUMP_TORQUE + a] = t[a];
-        }
-    }
-    if (phase == 0) return;
-    const double dt = (double)P.dt;
-    const double h = phase == 1 ? dt : 0.5 * dt;
-    for (int a = 0; a < 3; ++a) {
-        body[DEM_CLUMP_VELOCITY + a] += h * body[DEM_CLUMP_FORCE + a] / P.clump_mass[c];
-        body[DEM_CLUMP_MOMENTUM + a] += h * body[DEM_CLUMP_TORQUE + a];
-    }
-    const double* inv = P.clump_inertia_inv + 9 * (size_t)c;
-    double w[3];
-    if (phase != 3) {
-        for (int a = 0; a < 3; ++a) body[DEM_CLUMP_CENTRE + a] += dt * body[DEM_CLUMP_VELOCITY + a];
-        dem_clump_omega(rot, inv, body + DEM_CLUMP_MOMENTUM, w);
-        double* q = body + DEM_CLUMP_ORIENTATION;
-        const double q0 = q[0], q1 = q[1], q2 = q[2], q3 = q[3];
-        const double n0 = q0 - 0.5 * dt * (w[0] * q1 + w[1] * q2 + w[2] * q3);
-        const double n1 = q1 + 0.5 * dt * (w[0] * q0 + w[1] * q3 - w[2] * q2);
-        const double n2 = q2 + 0.5 * dt * (w[1] * q0 + w[2] * q1 - w[0] * q3);
-        const double n3 = q3 + 0.5 * dt * (w[2] * q0 + w[0] * q2 - w[1] * q1);
-        const double norm = sqrt(n0 * n0 + n1 * n1 + n2 * n2 + n3 * n3);
-        q[0] = n0 / norm;
-        q[1] = n1 / norm;
-        q[2] = n2 / norm;
-        q[3] = n3 / norm;
-        dem_rotation_matrix(q, rot);
-    }
-    dem_clump_omega(rot, inv, body + DEM_CLUMP_MOMENTUM, w);
-    const double* q = body + DEM_CLUMP_ORIENTATION;
-    for (int k = first; k < last; ++k) {
-        const int model = P.clump_members[k];
-        const int slot = P.model_to_slot[model];
-        const double* o = P.clump_offset + 3 * (size_t)model;
-        const double px = rot[0] * o[0] + rot[1] * o[1] + rot[2] * o[2];
-        const double py = rot[3] * o[0] + rot[4] * o[1] + rot[5] * o[2];
-        const double pz = rot[6] * o[0] + rot[7] * o[1] + rot[8] * o[2];
-        if (phase != 3) {
-            const float4 p = P.pos[slot];
-            P.pos[slot] = make_float4((float)(body[DEM_CLUMP_CENTRE] + px), (float)(body[DEM_CLUMP_CENTRE + 1] + py),
-                                      (float)(body[DEM_CLUMP_CENTRE + 2] + pz), p.w);
-            if (P.rotation) P.orientation[slot] = make_float4((float)q[0], (float)q[1], (float)q[2], (float)q[3]);
-        }
-        const float4 v = P.vel[slot];
-        P.vel[slot] = make_float4((float)(body[DEM_CLUMP_VELOCITY] + w[1] * pz - w[2] * py),
-                                  (float)(body[DEM_CLUMP_VELOCITY + 1] + w[2] * px - w[0] * pz),
-                                  (float)(body[DEM_CLUMP_VELOCITY + 2] + w[0] * py - w[1] * px), v.w);
-        if (P.rotation) {
-            const float4 om = P.omega[slot];
-            P.omega[slot] = make_float4((float)w[0], (float)w[1], (float)w[2], om.w);
-        }
-    }
+    const DemClumpGrains grains{P, c};
+    clump_step_one(grains, phase, c);
 }

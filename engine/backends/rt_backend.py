@@ -21,6 +21,7 @@ Issue 28's backend. Every step, in three timed phases:
    gravity on the host, the others per grain by kernels/field_law.h), open-side exits, NaN and speed checks. With
    velocity Verlet (``_step``) the drift (``rt_step_drift``) comes first, the forces are those of the
    drifted positions, and ``rt_step_integrate`` is the second half kick, storing the accelerations.
+   Rigid bodies (engine.backends.rt_clumps) then move as one, each from its members' accelerations.
 
 Deterministic: every force sum is taken by one thread in a fixed order and the pairs are sorted, so the
 same state gives the same bits on a rerun and on a resume (no float atomics; the checks use integer
@@ -32,7 +33,7 @@ CPU backend's format (particle ids), bit for bit from rt to rt.
 
 What it steps is the paper's model, with either friction model ('damper', or 'spring': static friction),
 rotating grains (friction and rolling torques, rolling springs per row entry and wall side), SJKR
-cohesion and glued bodies, with semi-implicit Euler or velocity Verlet, and force fields of every kind;
+cohesion, glued and rigid bodies, with semi-implicit Euler or velocity Verlet, and force fields of every kind;
 engine.backends.rt_support refuses the rest in one sentence.
 
 Host round trips (this slice): positions and velocities live on the device between steps, but each step
@@ -58,6 +59,7 @@ from .gpu_failure import gpu_failure_sentence
 from .gpu_toolchain import GpuUnavailable
 from .prepared_physics import prepare_physics
 from .rt_bonds import RtBonds
+from .rt_clumps import RtClumps
 from .rt_detect import RayTracedPairs
 from .rt_device import RtDevice, open_rt_device
 from .rt_springs import carry_springs, row_keys, springs_from_history, springs_to_history
@@ -148,7 +150,10 @@ class BackendRt(Backend):
         self.euler = physics.integrator == "euler"
         # Glue bonds (engine.backends.rt_bonds) act in the force kernel; with them the CPU takes the full law.
         self.bonds = RtBonds(self.rt, model)
-        self.full = self.rotation or prepared.cohesive or not self.euler or self.bonds.count > 0
+        # Rigid bodies (engine.backends.rt_clumps): a per-body kernel after the update; the full law, as on the CPU.
+        self.clumps = RtClumps(self.rt, model, self.origin)
+        self.full = (self.rotation or prepared.cohesive or not self.euler or self.bonds.count > 0
+                     or self.clumps.count > 0)
         # Velocity Verlet: the accelerations a, α of the current state, stored by the kick for the next
         # drift (the CPU's acc/alpha); computed once at the start (``primed``) or restored from a history.
         self._acc, self._alpha = (self.rt.buffer(np.zeros((self.count, 4), np.float32), write=True) for _ in range(2))
@@ -218,6 +223,8 @@ class BackendRt(Backend):
         self._keys = np.zeros(0, np.int64)
         self._springs = np.zeros((0, 6), np.float32)
         self.bonds.reset()
+        self.clumps.from_state(State(local_to_world(pos[:, :3], self.origin).astype(np.float32), vel[:, :3],
+                                     state.active, state.step, angular_velocities=omega[:, :3]))
         self._wall_spring.copy_from_numpy(np.zeros((6 * self.count, 4), np.float32))
         if self.rolling:
             self._wall_rolling.copy_from_numpy(np.zeros((6 * self.count, 4), np.float32))
@@ -229,17 +236,18 @@ class BackendRt(Backend):
     def get_contact_history(self) -> ContactHistory | None:
         """The tangential springs of the pairs and walls, and their rolling springs with rolling resistance, in
         particle ids (engine.backends.rt_springs), with Verlet the stored accelerations and with glue bonds
-        their state (engine.backends.rt_bonds), for a bit-exact resume; None for friction model 'damper'
-        without rolling resistance or bonds, which keeps no history."""
+        their state (engine.backends.rt_bonds), with rigid bodies theirs (engine.backends.rt_clumps), for a
+        bit-exact resume; None for friction model 'damper' without rolling resistance, bonds or rigid bodies,
+        which keeps no history."""
         verlet = not self.euler and self.primed
-        if not (self.keep_history or verlet or self.bonds.count):
+        if not (self.keep_history or verlet or self.bonds.count or self.clumps.count):
             return None
         wall = np.zeros((self.count, 6, 6), np.float32)
         wall[:, :, :3] = self._wall_rows(self._wall_spring)
         if self.rolling:
             wall[:, :, 3:] = self._wall_rows(self._wall_rolling)
         history = springs_to_history(self._keys, self._springs, wall, self.count, rolling=self.rolling)
-        history = dataclasses.replace(history, **self.bonds.to_history())
+        history = dataclasses.replace(history, **self.bonds.to_history(), clumps=self.clumps.to_history())
         if verlet:  # as the CPU backend: Verlet's stored accelerations, float64 (n, 3)
             history = dataclasses.replace(history, acceleration=self._rows(self._acc)[:, :3].astype(np.float64),
                                           angular_acceleration=self._rows(self._alpha)[:, :3].astype(np.float64))
@@ -250,6 +258,7 @@ class BackendRt(Backend):
         for an rt backend's history, float32-rounded for one from a float64 backend."""
         history = ContactHistory.from_arrays(history)
         self.bonds.from_history(history.bond_shear, history.bond_intact)
+        self.clumps.from_history(history.clumps)
         if not self.euler and history.acceleration is not None:
             for buffer, values in ((self._acc, history.acceleration), (self._alpha, history.angular_acceleration)):
                 rows = np.zeros((self.count, 4), np.float32)
@@ -339,7 +348,7 @@ class BackendRt(Backend):
                 "g_force": self._force, "g_omega": self._omega,
                 "g_quat": self._quat, "g_torque": self._torque, "g_acc": self._acc, "g_alpha": self._alpha,
                 "g_diag": self._diag, **self._tables, **self._uniforms, **self.bonds.bindings(),
-                "g_step": self.step_index, **extra}
+                **self.clumps.bindings(), "g_step": self.step_index, **extra}
 
     def _check(self) -> None:
         """Raise ``SimulationDiverged`` after a step that produced NaN or runaway speed (CPU's sentences)."""
@@ -400,6 +409,11 @@ class BackendRt(Backend):
         self.rt.device.wait_for_idle()
         return between
 
+    def _clump_step(self, phase: int) -> None:
+        """The rigid bodies' step after the grains' own (engine.backends.rt_clumps; the CPU's phases)."""
+        self.clumps.step(phase, {"g_pos": self._pos, "g_vel": self._vel, "g_omega": self._omega,
+                                 "g_quat": self._quat, "g_acc": self._acc, "g_alpha": self._alpha})
+
     def _step(self, count: int) -> StepTimings:
         """Euler: detect, forces, kick-and-move. Verlet (the CPU backend's order, LAMMPS fix nve/sphere):
         drift (half kick with the stored accelerations, then x and q), detect and forces at the new positions
@@ -412,18 +426,21 @@ class BackendRt(Backend):
             if not self.euler and not self.primed:
                 self._detect(timings)
                 self._forces_and_kick(self.step_index, 0.0, 0.0)
+                self._clump_step(0)
                 self.primed = True
             self._diag.copy_from_numpy(np.array([NO_STEP, NO_STEP, 0], np.uint32))
             force_step = self.step_index
             if not self.euler:
                 self._drift.dispatch(thread_count=[self.count, 1, 1], vars=self._bindings())
                 self.rt.device.wait_for_idle()
+                self._clump_step(2)
                 self._check()  # NaN from the drift: before the search reads the positions
                 force_step = self.step_index + 1
             tb = time.perf_counter()
             self._detect(timings)
             t1 = time.perf_counter()
             t2 = self._forces_and_kick(force_step, dt, 0.5 * dt)
+            self._clump_step(1 if self.euler else 3)
             self.step_index += 1
             self.steps_since_rebuild += 1
             self._check()

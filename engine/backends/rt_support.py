@@ -4,9 +4,10 @@ Issue 28's rt backend steps the Mochi paper's model and more: the linear (Hooke)
 cap, either friction model (history-free 'damper', or 'spring': tangential springs per contact and per
 wall side, static friction), grains that rotate or not (the full law's friction and rolling torques,
 rolling springs per contact and per wall side), SJKR cohesion, semi-implicit Euler or velocity Verlet,
-glued bodies (breakable glue bonds, engine.backends.rt_bonds), the box walls (open sides allowed), gravity
-(constant or rotating), force fields of every kind (uniform and rotating ones added to gravity, the others
-per grain by kernels/field_law.h, the CUDA kernels' source) and any number of materials.
+glued bodies (breakable glue bonds, engine.backends.rt_bonds), rigid bodies of rotating grains (clumps,
+engine.backends.rt_clumps; refused without rotation, as on the CUDA backends), the box walls (open sides
+allowed), gravity (constant or rotating), force fields of every kind (uniform and rotating ones added to
+gravity, the others per grain by kernels/field_law.h, the CUDA kernels' source) and any number of materials.
 ``check_rt_model`` is called by the backend's constructor, before any device is opened, so a scene the
 backend cannot bake is refused before any work, naming what is missing and what to use instead
 (issue 28: "whatever the CPU bakes, rt bakes, or it refuses before work naming what it lacks").
@@ -29,8 +30,8 @@ def frictional(physics) -> bool:
 def rt_refusal(model: Model) -> str | None:
     """The sentence refusing ``model`` on the rt backend, or None when the backend can step it.
 
-    Checked in this order: contact law, friction cap, mesh colliders and rigid bodies (glued bodies are
-    stepped: engine.backends.rt_bonds).
+    Checked in this order: contact law, friction cap, mesh colliders and rigid bodies of grains that do not
+    rotate (glued and rigid bodies are stepped: engine.backends.rt_bonds, engine.backends.rt_clumps).
     """
     physics = model.physics
     if physics.contact_normal != "hooke":
@@ -41,9 +42,8 @@ def rt_refusal(model: Model) -> str | None:
                 "[contact] friction_cap = \"clipped\".")
     if model.colliders is not None:
         return f"The rt backend does not yet have mesh colliders; {USE_CPU}, or remove the colliders."
-    if model.clumps is not None:
-        return (f"The rt backend does not yet have rigid bodies; {USE_CPU}, or make every rigid body glued or "
-                "loose.")
+    if model.clumps is not None and not physics.rotation:  # as the CUDA backends (gpu_params.check_bodies)
+        return (f"The rt backend moves rigid bodies only with rotating grains; {USE_CPU}, or turn rotation on.")
     return None
 
 

@@ -31,8 +31,6 @@ import numpy as np
 import pytest
 
 from engine.backends import make_backend
-from engine.backends.rt_support import rt_refusal
-from engine.errors import MochiError
 from engine.model import Body, Domain, Gravity, Material
 from engine.preset import load_preset
 from engine.scene import setup_from_arrays, setup_from_preset
@@ -163,26 +161,6 @@ def test_a_glued_bunny_preset_lands_on_rt_as_on_the_cpu(rt_device, name):
     broken = model.bonds.count - int(reference["bond_intact"].sum())
     assert (broken > 0) == (name == "glued_weak")
     assert np.abs(history["bond_shear"] - reference["bond_shear"]).max() <= BUNNY_SHEAR_TOLERANCE
-
-
-def test_rigid_bodies_are_refused_in_one_sentence_before_any_device_work(monkeypatch):
-    from engine.backends import rt_backend
-
-    def no_device(kind=None):
-        raise AssertionError("a device was opened for a model the rt backend refuses")
-
-    monkeypatch.setattr(rt_backend, "open_rt_device", no_device)
-    setup = glued_ball()
-    rigid = dataclasses.replace(setup.model.physics, bodies=(Body(object_id=0, kind="rigid"),))
-    model = setup_from_arrays(positions=setup.state.positions, radius=setup.model.radius,
-                              materials=rigid.materials, domain=rigid.domain, dt=1.0e-4, stiffness=2.0e3,
-                              bodies=rigid.bodies).model
-    with pytest.raises(MochiError) as info:
-        make_backend("rt", model)
-    sentence = str(info.value)
-    assert sentence.startswith("The rt backend ") and "rigid bodies" in sentence and "glued" in sentence
-    assert sentence.endswith(".") and sentence.count(". ") == 0 and "--backend cpu" in sentence
-    assert rt_refusal(setup.model) is None  # glued: stepped
 
 
 def test_an_rt_bake_of_a_glued_ball_resumes_from_its_cache_bit_for_bit(rt_device, tmp_path):
