@@ -20,7 +20,7 @@ from .self_check import (SelfCheckMemory, compare_contacts, memory_file, remembe
                          sources_digest)
 
 #: Kernel sources whose change invalidates a remembered answer.
-SELF_CHECK_SOURCES = ("rt_contact_pairs.slang", "rt_dem_step.slang", "contact_law.h")
+SELF_CHECK_SOURCES = ("rt_contact_pairs.slang", "rt_dem_step.slang", "contact_law.h", "field_law.h", "bond_law.h")
 MEMORY_FILE = "rt_self_check.json"
 
 
