@@ -260,7 +260,11 @@ class DeviceParticles:
             self.accel.fill(0)
             self.primed = False
         if self.clumps is not None:
-            self.clump_body.set(clump_bodies(m, state))
+            # The kernels set the members from the body's centre in their local frame (the CPU backend's too,
+            # whose history this state also travels in).
+            body = clump_bodies(m, state)
+            body[:, CLUMP_HISTORY["clump_centre"]] -= self.origin
+            self.clump_body.set(body)
         self.step_index = int(state.step)
         self.last_checked_step = int(state.step)
 
@@ -287,7 +291,7 @@ class DeviceParticles:
         return state
 
     def get_clumps(self) -> dict[str, np.ndarray]:
-        """The rigid clumps' body state in the CPU backend's history keys (``CLUMP_HISTORY``), float64;
+        """The rigid clumps' body state in the CPU backend's history keys (``CLUMP_HISTORY``; centres local, as the CPU's), float64;
         empty without clumps."""
         if self.clumps is None:
             return {}

@@ -14,10 +14,10 @@ CUDA kernels keep the bodies: a body state in float32 rounds its centre, momentu
 step, where the CPU keeps float64 (docs/rt.md: 2 to 30 times farther from the CPU after 100 steps). Metal
 has no float64, and rigid bodies are refused there.
 
-The body state is the CUDA kernels' row (``engine.backends.gpu_params.clump_bodies``: centre in the world
-frame, velocity, angular momentum, orientation, force and torque sums) and travels in the history under
-the CPU backend's keys (``CLUMP_HISTORY``, float64), so an rt history resumes bit for bit and a CPU history
-resumes on rt exactly.
+The body state is the CUDA kernels' row (``engine.backends.gpu_params.clump_bodies``: centre in the local
+frame, as the CPU backend and the CUDA kernels keep it, velocity, angular momentum, orientation, force and
+torque sums) and travels in the history under the CPU backend's keys (``CLUMP_HISTORY``, float64), so an rt
+history resumes bit for bit and a CPU history resumes on rt exactly, far from the origin too.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ class RtClumps:
     Args:
         rt: The open device.
         model: The static model; its ``clumps``.
-        origin: The backend's local origin [m], float64 (3,) (members' centres are local, bodies' world).
+        origin: The backend's local origin [m], float64 (3,) (bodies' and members' centres are local).
 
     Raises:
         MochiError: Clumps on a device without float64 shaders (Metal).
@@ -64,16 +64,14 @@ class RtClumps:
         c = self.clumps
         clump_of[:n] = c.clump
         self._clump_of = rt.buffer(clump_of)
-        frame = np.zeros(4, np.float64)
-        frame[:3] = origin
-        frame[3] = float(model.physics.dt)  # the CPU's float64 dt
+        self.origin = np.asarray(origin, np.float64)
         self._buffers = {
             "g_clump_start": rt.buffer(c.start.astype(np.uint32)),
             "g_clump_members": rt.buffer(c.members.astype(np.uint32)),
             "g_clump_offset": rt.buffer(np.ascontiguousarray(c.offset, np.float64).reshape(-1)),
             "g_clump_mass": rt.buffer(np.ascontiguousarray(c.mass, np.float64)),
             "g_clump_inertia_inv": rt.buffer(np.ascontiguousarray(c.inertia_inv, np.float64).reshape(-1)),
-            "g_clump_frame": rt.buffer(frame)}
+            "g_clump_dt": rt.buffer(np.array([float(model.physics.dt)], np.float64))}  # the CPU's float64 dt
         self._body = rt.buffer(np.zeros(BODY_ROW * self.count, np.float64), write=True)
         self._kernel = rt.compute_kernel(KERNEL_SOURCE, "rt_clump_step")
 
@@ -84,9 +82,11 @@ class RtClumps:
 
     def from_state(self, state: State) -> None:
         """Each body from its members in ``state`` (float32 world arrays, as the backend holds them):
-        centre of mass, momentum, angular momentum, orientation identity, as the CPU backend starts."""
+        centre of mass (local), momentum, angular momentum, orientation identity, as the CPU backend starts."""
         if self.count:
-            self._body.copy_from_numpy(clump_bodies(self.model, state).reshape(-1))
+            body = clump_bodies(self.model, state)
+            body[:, CLUMP_HISTORY["clump_centre"]] -= self.origin
+            self._body.copy_from_numpy(body.reshape(-1))
 
     def step(self, phase: int, grains: dict) -> None:
         """Move every body and set its members (phase 0–3, module docstring); ``grains``: the backend's
