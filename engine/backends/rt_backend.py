@@ -15,7 +15,9 @@ Issue 28's backend. Every step, in three timed phases:
    (as the CPU backend takes it), each grain's torque gathered the same way (its own side of each contact,
    then the walls), and with rolling resistance a rolling spring per row entry and wall side carried as
    the tangential springs are; glue bonds (engine.backends.rt_bonds) act instead of their pairs' contacts,
-   each grain gathering its own bonds' forces and torques after its contacts;
+   each grain gathering its own bonds' forces and torques after its contacts; static mesh colliders
+   (engine.backends.rt_colliders) add theirs after the bonds, before the walls, and their swept test
+   follows the update (Euler's integrate, Verlet's drift);
 3. update: ``rt_step_integrate``: semi-implicit Euler (v, x, and with rotation ω and the orientation
    quaternion, as the CPU backend's kick) under gravity and the force fields (the uniform ones added to
    gravity on the host, the others per grain by kernels/field_law.h), open-side exits, NaN and speed checks. With
@@ -32,8 +34,8 @@ CPU backend's format (particle ids), bit for bit from rt to rt.
 
 What it steps is the paper's model, with either friction model ('damper', or 'spring': static friction),
 rotating grains (friction and rolling torques, rolling springs per row entry and wall side), SJKR
-cohesion and glued bodies, with semi-implicit Euler or velocity Verlet, and force fields of every kind;
-engine.backends.rt_support refuses the rest in one sentence.
+cohesion, glued bodies and static mesh colliders, with semi-implicit Euler or velocity Verlet, and force
+fields of every kind; engine.backends.rt_support refuses the rest in one sentence.
 
 Host round trips (this slice): positions and velocities live on the device between steps, but each step
 reads the positions back for the search's refit (rt_detect takes host centres), the pair list comes back
@@ -58,6 +60,7 @@ from .gpu_failure import gpu_failure_sentence
 from .gpu_toolchain import GpuUnavailable
 from .prepared_physics import prepare_physics
 from .rt_bonds import RtBonds
+from .rt_colliders import RtColliders
 from .rt_detect import RayTracedPairs
 from .rt_device import RtDevice, open_rt_device
 from .rt_springs import carry_springs, row_keys, springs_from_history, springs_to_history
@@ -149,6 +152,9 @@ class BackendRt(Backend):
         # Glue bonds (engine.backends.rt_bonds) act in the force kernel; with them the CPU takes the full law.
         self.bonds = RtBonds(self.rt, model)
         self.full = self.rotation or prepared.cohesive or not self.euler or self.bonds.count > 0
+        # Static mesh colliders (engine.backends.rt_colliders): their forces before rt_step_forces, the swept
+        # test after the update.
+        self.colliders = RtColliders(self.rt, model, self.origin)
         # Velocity Verlet: the accelerations a, α of the current state, stored by the kick for the next
         # drift (the CPU's acc/alpha); computed once at the start (``primed``) or restored from a history.
         self._acc, self._alpha = (self.rt.buffer(np.zeros((self.count, 4), np.float32), write=True) for _ in range(2))
@@ -218,6 +224,7 @@ class BackendRt(Backend):
         self._keys = np.zeros(0, np.int64)
         self._springs = np.zeros((0, 6), np.float32)
         self.bonds.reset()
+        self.colliders.reset()
         self._wall_spring.copy_from_numpy(np.zeros((6 * self.count, 4), np.float32))
         if self.rolling:
             self._wall_rolling.copy_from_numpy(np.zeros((6 * self.count, 4), np.float32))
@@ -229,17 +236,18 @@ class BackendRt(Backend):
     def get_contact_history(self) -> ContactHistory | None:
         """The tangential springs of the pairs and walls, and their rolling springs with rolling resistance, in
         particle ids (engine.backends.rt_springs), with Verlet the stored accelerations and with glue bonds
-        their state (engine.backends.rt_bonds), for a bit-exact resume; None for friction model 'damper'
-        without rolling resistance or bonds, which keeps no history."""
+        their state (engine.backends.rt_bonds) and the mesh colliders' springs (engine.backends.rt_colliders),
+        for a bit-exact resume; None for friction model 'damper' without rolling resistance, bonds or
+        colliders, which keeps no history."""
         verlet = not self.euler and self.primed
-        if not (self.keep_history or verlet or self.bonds.count):
+        if not (self.keep_history or verlet or self.bonds.count or self.colliders.count):
             return None
         wall = np.zeros((self.count, 6, 6), np.float32)
         wall[:, :, :3] = self._wall_rows(self._wall_spring)
         if self.rolling:
             wall[:, :, 3:] = self._wall_rows(self._wall_rolling)
         history = springs_to_history(self._keys, self._springs, wall, self.count, rolling=self.rolling)
-        history = dataclasses.replace(history, **self.bonds.to_history())
+        history = dataclasses.replace(history, **self.bonds.to_history(), colliders=self.colliders.to_history())
         if verlet:  # as the CPU backend: Verlet's stored accelerations, float64 (n, 3)
             history = dataclasses.replace(history, acceleration=self._rows(self._acc)[:, :3].astype(np.float64),
                                           angular_acceleration=self._rows(self._alpha)[:, :3].astype(np.float64))
@@ -250,6 +258,7 @@ class BackendRt(Backend):
         for an rt backend's history, float32-rounded for one from a float64 backend."""
         history = ContactHistory.from_arrays(history)
         self.bonds.from_history(history.bond_shear, history.bond_intact)
+        self.colliders.from_history(history.colliders)
         if not self.euler and history.acceleration is not None:
             for buffer, values in ((self._acc, history.acceleration), (self._alpha, history.angular_acceleration)):
                 rows = np.zeros((self.count, 4), np.float32)
@@ -339,6 +348,7 @@ class BackendRt(Backend):
                 "g_force": self._force, "g_omega": self._omega,
                 "g_quat": self._quat, "g_torque": self._torque, "g_acc": self._acc, "g_alpha": self._alpha,
                 "g_diag": self._diag, **self._tables, **self._uniforms, **self.bonds.bindings(),
+                **self.colliders.bindings(),
                 "g_step": self.step_index, **extra}
 
     def _check(self) -> None:
@@ -387,6 +397,7 @@ class BackendRt(Backend):
         (Euler, or Verlet's kick of ``kick_dt`` [s]) under gravity at ``force_step``; returns the time
         [perf_counter s] between the two."""
         physics = self.model.physics
+        self.colliders.add_forces(self._bindings())
         self._forces.dispatch(thread_count=[self.count, 1, 1], vars=self._bindings(g_history_dt=history_dt))
         self.rt.device.wait_for_idle()
         self.bonds.advance()
@@ -394,9 +405,13 @@ class BackendRt(Backend):
         between = time.perf_counter()
         t = force_step * physics.dt  # gravity plus the uniform fields, as every backend adds them
         accel = (physics.gravity.at(t) + uniform_acceleration(physics.fields, t)).astype(np.float32)
+        if self.euler:
+            self.colliders.remember(self._bindings())
         self._integrate.dispatch(thread_count=[self.count, 1, 1],
                                  vars=self._bindings(g_accel=self._spy.float3(*(float(a) for a in accel)),
                                                      g_kick_dt=kick_dt))
+        if self.euler:  # the swept test after the update (Verlet's follows its drift)
+            self.colliders.sweep(self._bindings())
         self.rt.device.wait_for_idle()
         return between
 
@@ -416,7 +431,9 @@ class BackendRt(Backend):
             self._diag.copy_from_numpy(np.array([NO_STEP, NO_STEP, 0], np.uint32))
             force_step = self.step_index
             if not self.euler:
+                self.colliders.remember(self._bindings())
                 self._drift.dispatch(thread_count=[self.count, 1, 1], vars=self._bindings())
+                self.colliders.sweep(self._bindings())
                 self.rt.device.wait_for_idle()
                 self._check()  # NaN from the drift: before the search reads the positions
                 force_step = self.step_index + 1
