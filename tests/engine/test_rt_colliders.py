@@ -8,7 +8,8 @@ integrate the same slip, agree within its spring bound (1e-7 m).
 Mistakes made on purpose, each caught here: the collider force left out of rt_step_forces (the ramp: off by
 far more than the bounds), the springs not read back from the slot inherited (the spring comparison), the
 swept test skipped (the thin-shell throw: the grain ends below the plane), the springs not restored on a
-resume (bit-exact resume), and the history not converted (the CPU history resume).
+resume (bit-exact resume and the CPU history resume), the rolling springs not kept (the rolling-cohesion
+ramp), and the colliders' force left out of the bowl_pour bake.
 """
 
 from __future__ import annotations
@@ -42,12 +43,14 @@ def ramp(*, angle_deg=20.0, cells=4, size=0.16):
     return vertices @ tilt.T, np.concatenate([np.stack([a, b, c], 1), np.stack([a, c, d], 1)])
 
 
-def ramp_scene(*, friction_model="spring", rotation=False, integrator="euler", velocities=None, seed=0):
+def ramp_scene(*, friction_model="spring", rotation=False, integrator="euler", velocities=None, seed=0,
+               rolling_friction=0.0, cohesion=0.0):
     """~300 grains (radius 5 mm) in four layers just above a tilted ramp collider, some touching it at the
     start and falling onto it, others onto each other; a closed box around it."""
     rng = np.random.default_rng(seed)
     vertices, triangles = ramp()
-    plane = Collider("ramp", vertices, triangles, thickness=0.002, restitution=0.4, friction=0.5)
+    plane = Collider("ramp", vertices, triangles, thickness=0.002, restitution=0.4, friction=0.5,
+                     rolling_friction=rolling_friction, cohesion=cohesion)
     axis = np.arange(-0.06, 0.0601, 0.0105)
     x, z = np.meshgrid(axis, axis, indexing="ij")
     layers = []
@@ -58,7 +61,8 @@ def ramp_scene(*, friction_model="spring", rotation=False, integrator="euler", v
     positions = np.concatenate(layers) + rng.uniform(-5e-4, 5e-4, (len(layers) * x.size, 3))
     if velocities is None:
         velocities = rng.normal(0.0, 0.1, positions.shape)
-    material = Material(name="m", density=2500.0, restitution=0.5, friction=0.4)
+    material = Material(name="m", density=2500.0, restitution=0.5, friction=0.4, rolling_friction=rolling_friction,
+                        cohesion=cohesion)
     return setup_from_arrays(
         positions=positions.astype(np.float32), radius=np.full(len(positions), 0.005, np.float32),
         velocities=np.asarray(velocities, np.float32), materials=(material,),
@@ -83,7 +87,8 @@ def assert_collider_springs_close(history, reference):
 
 
 CASES = {"damper": dict(friction_model="damper"), "spring": dict(friction_model="spring"),
-         "rotation-verlet": dict(rotation=True, integrator="verlet")}
+         "rotation-verlet": dict(rotation=True, integrator="verlet"),
+         "rolling-cohesion": dict(rotation=True, integrator="verlet", rolling_friction=0.1, cohesion=2.0e3)}
 
 
 @pytest.mark.parametrize("case", CASES, ids=list(CASES))
@@ -103,8 +108,10 @@ def test_100_steps_on_a_ramp_match_the_cpu(rt_device, case):
     np.testing.assert_array_equal(rt_history.colliders["collider_count"], cpu_history.colliders["collider_count"])
     if case != "damper":
         assert_collider_springs_close(rt_history, cpu_history)
-    if case == "rotation-verlet":
+    if case in ("rotation-verlet", "rolling-cohesion"):
         assert np.abs(rt.angular_velocities - cpu.angular_velocities).max() <= 5e-3
+    if case == "rolling-cohesion":  # the rolling springs (columns 3–5) kept and compared too
+        assert max(np.abs(s[:, 3:]).max() for s in collider_springs(cpu_history).values()) > 10 * SPRING_TOLERANCE
 
 
 def test_a_grain_that_would_tunnel_through_a_thin_plane_is_put_back_as_on_the_cpu(rt_device):
