@@ -15,7 +15,7 @@ Issue 28's backend. Every step, in three timed phases:
    (as the CPU backend takes it), each grain's torque gathered the same way (its own side of each contact,
    then the walls), and with rolling resistance a rolling spring per row entry and wall side carried as
    the tangential springs are; glue bonds (engine.backends.rt_bonds) act instead of their pairs' contacts,
-   each grain gathering its own bonds' forces and torques after its contacts; static mesh colliders
+   each grain gathering its own bonds' forces and torques after its contacts; mesh colliders
    (engine.backends.rt_colliders) add theirs after the bonds, before the walls, and their swept test
    follows the update (Euler's integrate, Verlet's drift);
 3. update: ``rt_step_integrate``: semi-implicit Euler (v, x, and with rotation ω and the orientation
@@ -34,7 +34,7 @@ CPU backend's format (particle ids), bit for bit from rt to rt.
 
 What it steps is the paper's model, with either friction model ('damper', or 'spring': static friction),
 rotating grains (friction and rolling torques, rolling springs per row entry and wall side), SJKR
-cohesion, glued bodies and static mesh colliders, with semi-implicit Euler or velocity Verlet, and force
+cohesion, glued bodies and mesh colliders, with semi-implicit Euler or velocity Verlet, and force
 fields of every kind; engine.backends.rt_support refuses the rest in one sentence.
 
 Host round trips (this slice): positions and velocities live on the device between steps, but each step
@@ -152,7 +152,7 @@ class BackendRt(Backend):
         # Glue bonds (engine.backends.rt_bonds) act in the force kernel; with them the CPU takes the full law.
         self.bonds = RtBonds(self.rt, model)
         self.full = self.rotation or prepared.cohesive or not self.euler or self.bonds.count > 0
-        # Static mesh colliders (engine.backends.rt_colliders): their forces before rt_step_forces, the swept
+        # Mesh colliders (engine.backends.rt_colliders): their forces before rt_step_forces, the swept
         # test after the update.
         self.colliders = RtColliders(self.rt, model, self.origin)
         # Velocity Verlet: the accelerations a, α of the current state, stored by the kick for the next
@@ -397,7 +397,7 @@ class BackendRt(Backend):
         (Euler, or Verlet's kick of ``kick_dt`` [s]) under gravity at ``force_step``; returns the time
         [perf_counter s] between the two."""
         physics = self.model.physics
-        self.colliders.add_forces(self._bindings())
+        self.colliders.add_forces(self._bindings(), force_step * physics.dt)
         self._forces.dispatch(thread_count=[self.count, 1, 1], vars=self._bindings(g_history_dt=history_dt))
         self.rt.device.wait_for_idle()
         self.bonds.advance()
@@ -411,7 +411,7 @@ class BackendRt(Backend):
                                  vars=self._bindings(g_accel=self._spy.float3(*(float(a) for a in accel)),
                                                      g_kick_dt=kick_dt))
         if self.euler:  # the swept test after the update (Verlet's follows its drift)
-            self.colliders.sweep(self._bindings())
+            self.colliders.sweep(self._bindings(), (force_step + 1) * physics.dt)
         self.rt.device.wait_for_idle()
         return between
 
@@ -433,7 +433,7 @@ class BackendRt(Backend):
             if not self.euler:
                 self.colliders.remember(self._bindings())
                 self._drift.dispatch(thread_count=[self.count, 1, 1], vars=self._bindings())
-                self.colliders.sweep(self._bindings())
+                self.colliders.sweep(self._bindings(), (self.step_index + 1) * dt)
                 self.rt.device.wait_for_idle()
                 self._check()  # NaN from the drift: before the search reads the positions
                 force_step = self.step_index + 1

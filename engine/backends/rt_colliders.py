@@ -22,8 +22,12 @@ Every step, around the grains' own kernels (the CPU backend's order, ``engine.co
 The springs (ξ and ξ_r per grain, collider and contact slot, with the normal they were last used with and the
 slots in use) stay on the device in float64, and travel in the CPU backend's history keys
 (``engine.colliders.collider_set.history_from_springs``), so a resume is bit for bit and a CPU history
-resumes on rt exactly. Static colliders only (engine.backends.rt_support refuses moving ones); float64 in
-shaders is needed (Metal has none: refused in one sentence), and inline ray queries.
+resumes on rt exactly. Moving colliders are moved on the host by the CPU backend's own code
+(``ColliderSet.advance``, on a copy of the model's colliders), to the step's time before the forces and to
+its end before the swept test, as the CPU moves them; each time a moving collider's vertices, their
+velocities and displacement are uploaded and its structure is built again (boxes widened by the
+displacement too: the OptiX backend's refit, as a rebuild). float64 in shaders is needed (Metal has none:
+refused in one sentence), and inline ray queries.
 """
 
 from __future__ import annotations
@@ -78,7 +82,7 @@ class RtColliders:
 
     Args:
         rt: The open device.
-        model: The static model (its ``colliders``, static: engine.backends.rt_support refuses moving ones).
+        model: The static model (its ``colliders``, static or moving).
         origin: The backend's local origin [m], float64 (3,): the vertices are taken relative to it.
     """
 
@@ -101,20 +105,23 @@ class RtColliders:
             rt.compute_kernel(KERNEL_SOURCE, entry)
             for entry in ("rt_collider_forces", "rt_collider_sweep", "rt_collider_remember"))
         physics = model.physics
-        colliders = model.colliders.fresh_copy()  # a motion state of our own: the model's stays the CPU's
+        # A motion state of our own (the model's stays the CPU backend's), moved by the CPU's own code.
+        self._set = colliders = model.colliders.fresh_copy()
         colliders.set_origin(origin)
         beta, mu, restitution = colliders.material_tables(physics)
         roll, cohesion = colliders.surface_tables(physics)
-        largest = float(np.max(model.radius))
+        self._largest = float(np.max(model.radius))
         for index, runtime in enumerate(colliders.advance(0.0)):
             collider = runtime.collider
             half = 0.5 * float(collider.thickness)
             triangles = np.asarray(collider.triangles, np.int64)
-            order = morton_order(runtime.vertices[triangles].mean(axis=1))
-            boxes = triangle_boxes(runtime.vertices, triangles[order], largest + half)
+            order = morton_order(runtime.vertices[triangles].mean(axis=1))  # at t = 0: only speed depends on it
             surface = np.stack([beta[index], mu[index], roll[index], cohesion[index], restitution[index]], axis=-1)
+            vertex_count = runtime.vertices.shape[0]
             entry = {
                 "g_col_vertices": rt.buffer(np.ascontiguousarray(runtime.vertices, np.float64).reshape(-1)),
+                "g_col_vertex_velocity": rt.buffer(np.zeros(3 * vertex_count)),
+                "g_col_displacement": rt.buffer(np.zeros(3 * vertex_count)),
                 "g_col_triangles": rt.buffer(triangles.astype(np.uint32).reshape(-1)),
                 "g_col_order": rt.buffer(order.astype(np.uint32)),
                 "g_col_surface": rt.buffer(np.ascontiguousarray(surface, np.float64).reshape(-1)),
@@ -122,8 +129,9 @@ class RtColliders:
                 "g_col_normals": rt.buffer(np.zeros(n * SLOTS * 3), write=True),
                 "g_col_count": rt.buffer(np.zeros(n, np.uint32), write=True),
                 "g_col_half_thickness": half}
-            # The TLAS, and the boxes, BLAS and instance list it needs alive ("_": not a kernel binding).
-            entry["g_col_tlas"], entry["_structures"] = self._structure(boxes)
+            # Host-side state ("_": not a kernel binding); the TLAS and what it needs alive.
+            entry.update(_moving=collider.moving, _triangles=triangles[order], _time=None)
+            self._place(entry, runtime)
             self._colliders.append(entry)
         self.force = rt.buffer(np.zeros((n, 4), np.float32), write=True)
         self.torque = rt.buffer(np.zeros((n, 4), np.float32), write=True)
@@ -134,6 +142,25 @@ class RtColliders:
             "g_col_spring_model": int(physics.friction_model == "spring"),
             "g_col_stiffness": float(physics.stiffness), "g_col_dt": float(physics.dt),
             "g_col_tangential_ratio": float(TANGENTIAL_STIFFNESS_RATIO)}
+
+    def _place(self, entry: dict, runtime) -> None:
+        """Upload a collider where ``runtime`` has it (vertices, their velocities and displacement over the
+        last advance) and build its structure, the boxes widened by the largest reach and that displacement
+        (the swept test's triangle-frame paths stray that far from the centres' paths)."""
+        displacement, displacement_max = runtime.displacement()
+        for name, values in (("g_col_vertices", runtime.vertices), ("g_col_vertex_velocity", runtime.velocities),
+                             ("g_col_displacement", displacement)):
+            entry[name].copy_from_numpy(np.ascontiguousarray(values, np.float64).reshape(-1))
+        inflate = self._largest + entry["g_col_half_thickness"] + displacement_max
+        entry["g_col_tlas"], entry["_structures"] = self._structure(
+            triangle_boxes(runtime.vertices, entry["_triangles"], inflate))
+        entry["_time"] = runtime.time
+
+    def _advance(self, time: float) -> None:
+        """Move the colliders to ``time`` [s] (engine.colliders' own code) and upload the moving ones."""
+        for entry, runtime in zip(self._colliders, self._set.advance(time)):
+            if entry["_moving"] and entry["_time"] != runtime.time:
+                self._place(entry, runtime)
 
     def _structure(self, boxes: np.ndarray):
         """A TLAS over one BLAS of ``boxes`` (float32 (T, 6)); returns it and what must outlive it."""
@@ -174,6 +201,7 @@ class RtColliders:
         return {"g_collider_force": self.force, "g_collider_torque": self.torque, "g_collider_count": self.count}
 
     def _vars(self, grains: dict, entry: dict, index: int) -> dict:
+        """One collider's launch bindings: the grains', the collider's own, and the shared sums."""
         own = {name: value for name, value in entry.items() if not name.startswith("_")}
         return {**{name: grains[name] for name in ("g_pos", "g_vel", "g_omega", "g_active", "g_material",
                                                    "g_count", "g_rotation")},
@@ -181,9 +209,12 @@ class RtColliders:
                 "g_collider_torque": self.torque, "g_col_old": self._old, "g_col_corrections": self._corrections,
                 "g_col_first": int(index == 0), "g_col_last": int(index == self.count - 1)}
 
-    def add_forces(self, grains: dict) -> None:
-        """Every collider's force and torque on the grains, into ``force`` / ``torque`` (``grains``: the
-        backend's bindings)."""
+    def add_forces(self, grains: dict, time: float) -> None:
+        """Every collider's force and torque on the grains at ``time`` [s], into ``force`` / ``torque``
+        (``grains``: the backend's bindings)."""
+        if not self.count:
+            return
+        self._advance(time)
         for index, entry in enumerate(self._colliders):
             self._forces.dispatch(thread_count=[self.particle_count, 1, 1], vars=self._vars(grains, entry, index))
 
@@ -193,10 +224,12 @@ class RtColliders:
             self._remember.dispatch(thread_count=[self.particle_count, 1, 1],
                                     vars=self._vars(grains, self._colliders[0], 0))
 
-    def sweep(self, grains: dict) -> None:
-        """Put back the grains whose centre crossed a collider during the update (each collider in turn)."""
+    def sweep(self, grains: dict, time: float) -> None:
+        """Put back the grains whose centre crossed a collider during the update that ends at ``time`` [s]
+        (each collider in turn, moved there first)."""
         if not self.count:
             return
+        self._advance(time)
         self._corrections.copy_from_numpy(np.zeros(1, np.uint32))
         for index, entry in enumerate(self._colliders):
             self._sweep.dispatch(thread_count=[self.particle_count, 1, 1], vars=self._vars(grains, entry, index))
@@ -207,6 +240,10 @@ class RtColliders:
     def reset(self) -> None:
         """No contact springs (a new state was set)."""
         n = self.particle_count
+        if self.count:
+            self._set.reset_history()  # the moving colliders' motion state too, as the CPU backend forgets it
+            for entry in self._colliders:
+                entry["_time"] = None  # uploaded again at the next advance (displacement from there on)
         for entry in self._colliders:
             entry["g_col_springs"].copy_from_numpy(np.zeros(n * SLOTS * 6))
             entry["g_col_normals"].copy_from_numpy(np.zeros(n * SLOTS * 3))

@@ -6,7 +6,7 @@ wall side, static friction), grains that rotate or not (the full law's friction 
 rolling springs per contact and per wall side), SJKR cohesion, semi-implicit Euler or velocity Verlet,
 glued bodies (breakable glue bonds, engine.backends.rt_bonds), the box walls (open sides allowed), gravity
 (constant or rotating), force fields of every kind (uniform and rotating ones added to gravity, the others
-per grain by kernels/field_law.h, the CUDA kernels' source), static mesh colliders (engine.backends.rt_colliders,
+per grain by kernels/field_law.h, the CUDA kernels' source), mesh colliders, static or moving (engine.backends.rt_colliders,
 the swept test included) and any number of materials.
 ``check_rt_model`` is called by the backend's constructor, before any device is opened, so a scene the
 backend cannot bake is refused before any work, naming what is missing and what to use instead
@@ -30,9 +30,9 @@ def frictional(physics) -> bool:
 def rt_refusal(model: Model) -> str | None:
     """The sentence refusing ``model`` on the rt backend, or None when the backend can step it.
 
-    Checked in this order: contact law, friction cap, moving mesh colliders (static ones are stepped:
-    engine.backends.rt_colliders, which also refuses them on a device without float64 or ray queries) and
-    rigid bodies (glued bodies are stepped: engine.backends.rt_bonds).
+    Checked in this order: contact law, friction cap and rigid bodies (glued bodies are stepped:
+    engine.backends.rt_bonds; mesh colliders too: engine.backends.rt_colliders, which refuses them on a
+    device without float64 in shaders or inline ray queries).
     """
     physics = model.physics
     if physics.contact_normal != "hooke":
@@ -41,9 +41,6 @@ def rt_refusal(model: Model) -> str | None:
     if physics.friction_cap != "clipped":
         return (f"The rt backend has only Mochi's friction cap, not '{physics.friction_cap}'; {USE_CPU}, or set "
                 "[contact] friction_cap = \"clipped\".")
-    if model.colliders is not None and any(c.moving for c in model.colliders.colliders):
-        return (f"The rt backend does not yet have moving mesh colliders; {USE_CPU}, or make every collider "
-                "static.")
     if model.clumps is not None:
         return (f"The rt backend does not yet have rigid bodies; {USE_CPU}, or make every rigid body glued or "
                 "loose.")
