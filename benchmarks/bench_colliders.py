@@ -110,7 +110,8 @@ def main() -> None:
     parser.add_argument("--json", help="write all results here")
     args = parser.parse_args()
     with_collider, without = bowl_full_of_grains(args.particles, args.settle_steps)
-    # The rt backend has no mesh colliders yet (engine.backends.rt_support): not a default here.
+    # rt (static mesh colliders: engine.backends.rt_colliders) is not a default here: name it in --backends
+    # (where only lavapipe has ray tracing it runs on the CPU, exact but slow).
     backends = args.backends.split(",") if args.backends else [b for b in available_backends() if b != "rt"]
     for name in [b for b in backends if b in unavailable_backends()]:
         print(f"skipping {name}: {unavailable_backends()[name]}")

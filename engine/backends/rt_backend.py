@@ -15,7 +15,9 @@ Issue 28's backend. Every step, in three timed phases:
    (as the CPU backend takes it), each grain's torque gathered the same way (its own side of each contact,
    then the walls), and with rolling resistance a rolling spring per row entry and wall side carried as
    the tangential springs are; glue bonds (engine.backends.rt_bonds) act instead of their pairs' contacts,
-   each grain gathering its own bonds' forces and torques after its contacts;
+   each grain gathering its own bonds' forces and torques after its contacts; mesh colliders
+   (engine.backends.rt_colliders) add theirs after the bonds, before the walls, and their swept test
+   follows the update (Euler's integrate, Verlet's drift);
 3. update: ``rt_step_integrate``: semi-implicit Euler (v, x, and with rotation ω and the orientation
    quaternion, as the CPU backend's kick) under gravity and the force fields (the uniform ones added to
    gravity on the host, the others per grain by kernels/field_law.h), open-side exits, NaN and speed checks. With
@@ -33,8 +35,8 @@ CPU backend's format (particle ids), bit for bit from rt to rt.
 
 What it steps is the paper's model, with either friction model ('damper', or 'spring': static friction),
 rotating grains (friction and rolling torques, rolling springs per row entry and wall side), SJKR
-cohesion, glued and rigid bodies, with semi-implicit Euler or velocity Verlet, and force fields of every kind;
-engine.backends.rt_support refuses the rest in one sentence.
+cohesion, glued and rigid bodies and mesh colliders, with semi-implicit Euler or velocity Verlet, and force
+fields of every kind; engine.backends.rt_support refuses the rest in one sentence.
 
 Host round trips (this slice): positions and velocities live on the device between steps, but each step
 reads the positions back for the search's refit (rt_detect takes host centres), the pair list comes back
@@ -60,6 +62,7 @@ from .gpu_toolchain import GpuUnavailable
 from .prepared_physics import prepare_physics
 from .rt_bonds import RtBonds
 from .rt_clumps import RtClumps
+from .rt_colliders import RtColliders
 from .rt_detect import RayTracedPairs
 from .rt_device import RtDevice, open_rt_device
 from .rt_springs import carry_springs, row_keys, springs_from_history, springs_to_history
@@ -154,6 +157,9 @@ class BackendRt(Backend):
         self.clumps = RtClumps(self.rt, model, self.origin)
         self.full = (self.rotation or prepared.cohesive or not self.euler or self.bonds.count > 0
                      or self.clumps.count > 0)
+        # Mesh colliders (engine.backends.rt_colliders): their forces before rt_step_forces, the swept
+        # test after the update.
+        self.colliders = RtColliders(self.rt, model, self.origin)
         # Velocity Verlet: the accelerations a, α of the current state, stored by the kick for the next
         # drift (the CPU's acc/alpha); computed once at the start (``primed``) or restored from a history.
         self._acc, self._alpha = (self.rt.buffer(np.zeros((self.count, 4), np.float32), write=True) for _ in range(2))
@@ -225,6 +231,7 @@ class BackendRt(Backend):
         self.bonds.reset()
         self.clumps.from_state(State(local_to_world(pos[:, :3], self.origin).astype(np.float32), vel[:, :3],
                                      state.active, state.step, angular_velocities=omega[:, :3]))
+        self.colliders.reset()
         self._wall_spring.copy_from_numpy(np.zeros((6 * self.count, 4), np.float32))
         if self.rolling:
             self._wall_rolling.copy_from_numpy(np.zeros((6 * self.count, 4), np.float32))
@@ -236,18 +243,19 @@ class BackendRt(Backend):
     def get_contact_history(self) -> ContactHistory | None:
         """The tangential springs of the pairs and walls, and their rolling springs with rolling resistance, in
         particle ids (engine.backends.rt_springs), with Verlet the stored accelerations and with glue bonds
-        their state (engine.backends.rt_bonds), with rigid bodies theirs (engine.backends.rt_clumps), for a
-        bit-exact resume; None for friction model 'damper' without rolling resistance, bonds or rigid bodies,
-        which keeps no history."""
+        their state (engine.backends.rt_bonds), with rigid bodies theirs (engine.backends.rt_clumps) and the mesh
+        colliders' springs (engine.backends.rt_colliders), for a bit-exact resume; None for friction model
+        'damper' without rolling resistance, bonds, rigid bodies or colliders, which keeps no history."""
         verlet = not self.euler and self.primed
-        if not (self.keep_history or verlet or self.bonds.count or self.clumps.count):
+        if not (self.keep_history or verlet or self.bonds.count or self.clumps.count or self.colliders.count):
             return None
         wall = np.zeros((self.count, 6, 6), np.float32)
         wall[:, :, :3] = self._wall_rows(self._wall_spring)
         if self.rolling:
             wall[:, :, 3:] = self._wall_rows(self._wall_rolling)
         history = springs_to_history(self._keys, self._springs, wall, self.count, rolling=self.rolling)
-        history = dataclasses.replace(history, **self.bonds.to_history(), clumps=self.clumps.to_history())
+        history = dataclasses.replace(history, **self.bonds.to_history(), clumps=self.clumps.to_history(),
+                                      colliders=self.colliders.to_history())
         if verlet:  # as the CPU backend: Verlet's stored accelerations, float64 (n, 3)
             history = dataclasses.replace(history, acceleration=self._rows(self._acc)[:, :3].astype(np.float64),
                                           angular_acceleration=self._rows(self._alpha)[:, :3].astype(np.float64))
@@ -259,6 +267,7 @@ class BackendRt(Backend):
         history = ContactHistory.from_arrays(history)
         self.bonds.from_history(history.bond_shear, history.bond_intact)
         self.clumps.from_history(history.clumps)
+        self.colliders.from_history(history.colliders)
         if not self.euler and history.acceleration is not None:
             for buffer, values in ((self._acc, history.acceleration), (self._alpha, history.angular_acceleration)):
                 rows = np.zeros((self.count, 4), np.float32)
@@ -348,7 +357,7 @@ class BackendRt(Backend):
                 "g_force": self._force, "g_omega": self._omega,
                 "g_quat": self._quat, "g_torque": self._torque, "g_acc": self._acc, "g_alpha": self._alpha,
                 "g_diag": self._diag, **self._tables, **self._uniforms, **self.bonds.bindings(),
-                **self.clumps.bindings(), "g_step": self.step_index, **extra}
+                **self.clumps.bindings(), **self.colliders.bindings(), "g_step": self.step_index, **extra}
 
     def _check(self) -> None:
         """Raise ``SimulationDiverged`` after a step that produced NaN or runaway speed (CPU's sentences)."""
@@ -396,6 +405,7 @@ class BackendRt(Backend):
         (Euler, or Verlet's kick of ``kick_dt`` [s]) under gravity at ``force_step``; returns the time
         [perf_counter s] between the two."""
         physics = self.model.physics
+        self.colliders.add_forces(self._bindings(), force_step * physics.dt)
         self._forces.dispatch(thread_count=[self.count, 1, 1], vars=self._bindings(g_history_dt=history_dt))
         self.rt.device.wait_for_idle()
         self.bonds.advance()
@@ -403,6 +413,8 @@ class BackendRt(Backend):
         between = time.perf_counter()
         t = force_step * physics.dt  # gravity plus the uniform fields, as every backend adds them
         accel = (physics.gravity.at(t) + uniform_acceleration(physics.fields, t)).astype(np.float32)
+        if self.euler:
+            self.colliders.remember(self._bindings())
         self._integrate.dispatch(thread_count=[self.count, 1, 1],
                                  vars=self._bindings(g_accel=self._spy.float3(*(float(a) for a in accel)),
                                                      g_kick_dt=kick_dt))
@@ -431,9 +443,12 @@ class BackendRt(Backend):
             self._diag.copy_from_numpy(np.array([NO_STEP, NO_STEP, 0], np.uint32))
             force_step = self.step_index
             if not self.euler:
+                self.colliders.remember(self._bindings())
                 self._drift.dispatch(thread_count=[self.count, 1, 1], vars=self._bindings())
                 self.rt.device.wait_for_idle()
                 self._clump_step(2)
+                # The swept test after the bodies have set their members, as the CPU orders them.
+                self.colliders.sweep(self._bindings(), (self.step_index + 1) * dt)
                 self._check()  # NaN from the drift: before the search reads the positions
                 force_step = self.step_index + 1
             tb = time.perf_counter()
@@ -441,6 +456,8 @@ class BackendRt(Backend):
             t1 = time.perf_counter()
             t2 = self._forces_and_kick(force_step, dt, 0.5 * dt)
             self._clump_step(1 if self.euler else 3)
+            if self.euler:  # the swept test after the update and the bodies (Verlet's follows its drift)
+                self.colliders.sweep(self._bindings(), (self.step_index + 1) * dt)
             self.step_index += 1
             self.steps_since_rebuild += 1
             self._check()

@@ -7,7 +7,8 @@ rolling springs per contact and per wall side), SJKR cohesion, semi-implicit Eul
 glued bodies (breakable glue bonds, engine.backends.rt_bonds), rigid bodies of rotating grains (clumps,
 engine.backends.rt_clumps; refused without rotation, as on the CUDA backends), the box walls (open sides
 allowed), gravity (constant or rotating), force fields of every kind (uniform and rotating ones added to
-gravity, the others per grain by kernels/field_law.h, the CUDA kernels' source) and any number of materials.
+gravity, the others per grain by kernels/field_law.h, the CUDA kernels' source), mesh colliders, static or
+moving (engine.backends.rt_colliders, the swept test included) and any number of materials.
 ``check_rt_model`` is called by the backend's constructor, before any device is opened, so a scene the
 backend cannot bake is refused before any work, naming what is missing and what to use instead
 (issue 28: "whatever the CPU bakes, rt bakes, or it refuses before work naming what it lacks").
@@ -30,8 +31,10 @@ def frictional(physics) -> bool:
 def rt_refusal(model: Model) -> str | None:
     """The sentence refusing ``model`` on the rt backend, or None when the backend can step it.
 
-    Checked in this order: contact law, friction cap, mesh colliders and rigid bodies of grains that do not
-    rotate (glued and rigid bodies are stepped: engine.backends.rt_bonds, engine.backends.rt_clumps).
+    Checked in this order: contact law, friction cap and rigid bodies of grains that do not rotate (glued
+    and rigid bodies are stepped: engine.backends.rt_bonds, engine.backends.rt_clumps; mesh colliders too:
+    engine.backends.rt_colliders, which refuses them on a device without float64 in shaders or inline ray
+    queries).
     """
     physics = model.physics
     if physics.contact_normal != "hooke":
@@ -40,8 +43,6 @@ def rt_refusal(model: Model) -> str | None:
     if physics.friction_cap != "clipped":
         return (f"The rt backend has only Mochi's friction cap, not '{physics.friction_cap}'; {USE_CPU}, or set "
                 "[contact] friction_cap = \"clipped\".")
-    if model.colliders is not None:
-        return f"The rt backend does not yet have mesh colliders; {USE_CPU}, or remove the colliders."
     if model.clumps is not None and not physics.rotation:  # as the CUDA backends (gpu_params.check_bodies)
         return (f"The rt backend moves rigid bodies only with rotating grains; {USE_CPU}, or turn rotation on.")
     return None

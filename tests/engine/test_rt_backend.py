@@ -380,7 +380,6 @@ def test_runaway_speed_stops_the_run_as_on_the_cpu(rt_device):
 REFUSED = {
     "hertz": (dict(contact_normal="hertz"), "linear (Hooke)"),
     "friction cap": (dict(friction_cap="absolute"), "friction cap"),
-    "colliders": (dict(colliders=object()), "mesh colliders"),
     "clumps": (dict(clumps=SimpleNamespace(count=1)), "rigid bodies"),
 }
 
