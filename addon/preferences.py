@@ -170,7 +170,7 @@ class MOCHI_OT_install_slangpy(bpy.types.Operator):
 
 
 def _draw_rt_install(row) -> None:
-    """The install button, or the running install's status, beside the rt backend's reason."""
+    """The install button, or the running install's status, under the rt backend's reason."""
     if _install is not None and not _install.finished:
         row.label(text=f"Installing {_install.what}: {_install.status or 'starting pip'}", icon="TIME")
     elif importlib.util.find_spec("slangpy") is None:
@@ -207,8 +207,11 @@ class MochiPreferences(bpy.types.AddonPreferences):
         for name, text in available_backends().items():
             box.label(text=f"{name}: {text}", icon="CHECKMARK")
         for name, reason in unavailable_backends().items():
+            # The reason gets the box's whole width (Blender cuts a label short in its middle), the button its
+            # own indented row below.
+            box.label(text=f"{name}: {reason}", icon="CANCEL")
             row = box.row()
-            row.label(text=f"{name}: {reason}", icon="CANCEL")
+            row.separator(factor=2.5)
             if name in GPU_PACKAGES:
                 row.operator(MOCHI_OT_copy_install_command.bl_idname, text="Copy Install Command").backend = name
             elif name == "rt":

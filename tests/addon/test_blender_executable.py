@@ -310,6 +310,25 @@ def test_bake_button_in_the_event_loop(installed_user, tmp_path):
 
 @pytest.mark.skipif(shutil.which("xvfb-run") is None or shutil.which("xdotool") is None,
                     reason="needs Xvfb (xvfb-run) and xdotool")
+def test_the_backends_in_the_preferences_and_the_menu_in_the_window(installed_user, tmp_path):
+    """Preferences › Add-ons › Mochi in a real window: every backend with its state (rt with the reason it
+    cannot start here, or its device), and the Backend menu offering 'GPU, ray traced (any vendor)'."""
+    out = tmp_path / "ui"
+    _report, steps = run_ui_script(installed_user, out, "preferences")
+    assert steps["expand"]["result"] == ["FINISHED"]
+    rows = {name: (ok, text) for name, ok, text in steps["backends"]["rows"]}
+    assert set(rows) == {"cpu", "cuda", "optix", "rt"} and rows["cpu"][0]
+    assert rows["rt"][1]  # a device, or one sentence saying why not
+    labels = dict(steps["backend menu"]["items"])
+    assert labels["rt"].startswith("GPU, ray traced (any vendor)")
+    image = png_pixels(out / "preferences_backends.png")
+    assert image.std() > 0.02, "the preferences screenshot is blank"
+    if target := os.environ.get("MOCHI_SCREENSHOT_DIR"):
+        shutil.copy2(out / "preferences_backends.png", Path(target) / "preferences_backends.png")
+
+
+@pytest.mark.skipif(shutil.which("xvfb-run") is None or shutil.which("xdotool") is None,
+                    reason="needs Xvfb (xvfb-run) and xdotool")
 def test_quick_grains_in_the_window(installed_user, tmp_path):
     """Quick Grains on the default cube in a real window: a source, a wire domain kept out of renders,
     the per-file cache folder, and the panel as a user sees it (screenshots), then a short bake: the

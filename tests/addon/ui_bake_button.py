@@ -1,7 +1,8 @@
 """Press Mochi's Bake button in a real Blender window, cancel with Esc, resume; screenshots on the way.
 
 Started by tests/addon/test_blender_executable.py as ``blender scene.blend --python ui_bake_button.py -- OUT``
-(``-- OUT quick_grains``: Quick Grains on the startup file's cube instead, with screenshots of the panel)
+(``-- OUT quick_grains``: Quick Grains on the startup file's cube instead, with screenshots of the panel;
+``-- OUT preferences``: Preferences › Add-ons with Mochi expanded, and the Backend menu's items)
 under Xvfb (Mesa's software OpenGL draws the UI). Everything happens from ``bpy.app.timers`` inside
 Blender's own event loop:
 
@@ -53,7 +54,7 @@ def log(step: str, **values) -> None:
 
 def properties_override() -> dict:
     window = bpy.context.window_manager.windows[0]
-    area = next(a for a in window.screen.areas if a.type == "PROPERTIES")
+    area = next(a for a in window.screen.areas if a.type in ("PROPERTIES", "PREFERENCES"))
     region = next(r for r in area.regions if r.type == "WINDOW")
     return {"window": window, "screen": window.screen, "area": area, "region": region}
 
@@ -272,9 +273,35 @@ def dialog_steps():
         log(f"preset after {key}", mode=scene.mochi.timestep_mode, dt=scene.mochi.dt)
 
 
+def preferences_steps():
+    """The maximised editor turned into Preferences › Add-ons, filtered to Mochi and expanded as a user clicks
+    its arrow: the backends this Blender can start and, for a missing GPU package, its button
+    (OUT/preferences_backends.png); the probe's rows and the Backend menu's items go to the report."""
+    from importlib import import_module
+
+    override = properties_override()
+    with bpy.context.temp_override(**override):
+        bpy.ops.screen.screen_full_area()
+    yield 1.0
+    override = properties_override()
+    x, y = override["window"].x + 12, override["window"].height - 12
+    subprocess.run(["xdotool", "mousemove", "--sync", str(x), str(y)], check=True)  # no tooltip over a button
+    override["area"].type = "PREFERENCES"
+    bpy.context.preferences.active_section = "ADDONS"
+    bpy.context.window_manager.addon_search = "Mochi"
+    with bpy.context.temp_override(**properties_override()):
+        log("expand", result=sorted(bpy.ops.preferences.addon_expand(module=PACKAGE)))
+    yield 2.0  # the probes run at the first draw (opening a ray-tracing device takes about a second)
+    select = import_module(f"{PACKAGE}.engine.backends.select")
+    log("backends", rows=[list(row) for row in select.probe_backends()])
+    items = import_module(f"{PACKAGE}.addon.properties.scene").backend_items(None, bpy.context)
+    log("backend menu", items=[[item[0], item[1]] for item in items])
+    screenshot("preferences_backends")
+
+
 arguments = sys.argv[sys.argv.index("--"):]
 steps = (quick_grains_steps() if "quick_grains" in arguments else dialog_steps() if "dialogs" in arguments
-         else run_steps())
+         else preferences_steps() if "preferences" in arguments else run_steps())
 
 
 def tick():
