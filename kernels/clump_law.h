@@ -11,7 +11,7 @@
 //   Slang — kernels/rt_clumps.slang includes it (the rt backend), its grains the global buffers.
 // The differences are the macros below and the accessor of the grains and the clump's data
 // (CLUMP_GENERIC: a C++ template or a Slang generic over it; IClumpGrains lists what it gives). Rows of
-// doubles (the clump's body row, kernels/dem_params.h DEM_CLUMP_*; its I_b⁻¹; a member's offset) are
+// doubles (the clump's body row, kernels/clump_layout.h DEM_CLUMP_*; its I_b⁻¹; a member's offset) are
 // CLUMP_ROW: a pointer in CUDA, as the code always read them, and in Slang a ClumpRow whose subscript
 // reads (and for the body, writes) the buffer. CLUMP_F64 marks the one literal float32 cannot hold (Slang
 // reads an unsuffixed literal as float). In CUDA nothing here may be regrouped: each value is loaded where
@@ -30,13 +30,8 @@
 #define CLUMP_CONST_ROW(name) ClumpRow name
 #define CLUMP_FLOAT4_ZERO float4(0.0f)
 #define CLUMP_F64(x) x##l  // a double literal (Slang's unsuffixed ones are float)
-#define DEM_CLUMP_CENTRE 0
-#define DEM_CLUMP_VELOCITY 3
-#define DEM_CLUMP_MOMENTUM 6
-#define DEM_CLUMP_ORIENTATION 9
-#define DEM_CLUMP_FORCE 13
-#define DEM_CLUMP_TORQUE 16
-#define DEM_CLUMP_BODY 19
+// DEM_CLUMP_* (CUDA has them through dem_params.h).
+#include "clump_layout.h"
 
 uniform StructuredBuffer<double> g_clump_offset;       // (n, 3) member offset in the body frame [m]
 uniform StructuredBuffer<double> g_clump_inertia_inv;  // (C, 9) I_b⁻¹, body frame, row-major [1/(kg m²)]

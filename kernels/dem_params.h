@@ -18,14 +18,8 @@
 #define DEM_INFO_ACTIVE 1u
 #define DEM_INFO_MATERIAL_SHIFT 8
 
-// Layout of a row of DemParams::clump_body.
-#define DEM_CLUMP_CENTRE 0
-#define DEM_CLUMP_VELOCITY 3
-#define DEM_CLUMP_MOMENTUM 6
-#define DEM_CLUMP_ORIENTATION 9
-#define DEM_CLUMP_FORCE 13
-#define DEM_CLUMP_TORQUE 16
-#define DEM_CLUMP_BODY 19
+// The layout of a row of DemParams::clump_body (DEM_CLUMP_*), shared with the Slang kernels.
+#include "clump_layout.h"
 
 // DemParams::integrator.
 #define DEM_INTEGRATOR_EULER 0   // semi-implicit Euler: v ← v + a dt, x ← x + v dt (the paper's)

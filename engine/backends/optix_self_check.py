@@ -18,7 +18,7 @@ from .self_check import (SelfCheckMemory, compare_contacts, memory_file, remembe
 
 #: Kernel sources whose change invalidates a remembered answer.
 SELF_CHECK_SOURCES = ("optix_dem.cu", "grid.cu", "dem_math.cuh", "contact_law.h", "field_law.h", "bond_law.h",
-                      "dem_common.cu", "dem_integrate.cuh", "clump_law.h", "dem_params.h")
+                      "dem_common.cu", "dem_integrate.cuh", "clump_law.h", "clump_layout.h", "dem_params.h")
 MEMORY_FILE = "optix_self_check.json"
 
 

@@ -31,7 +31,7 @@ from .gpu_params import CLUMP_HISTORY, clump_bodies, model_clumps
 from .rt_device import RtDevice
 
 KERNEL_SOURCE = "rt_clumps.slang"
-#: Doubles in one body row (kernels/dem_params.h DEM_CLUMP_BODY).
+#: Doubles in one body row (kernels/clump_layout.h DEM_CLUMP_BODY).
 BODY_ROW = 19
 
 
