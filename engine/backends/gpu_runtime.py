@@ -291,8 +291,8 @@ class DeviceParticles:
         return state
 
     def get_clumps(self) -> dict[str, np.ndarray]:
-        """The rigid clumps' body state in the CPU backend's history keys (``CLUMP_HISTORY``; centres local, as the CPU's), float64;
-        empty without clumps."""
+        """The rigid clumps' body state in the CPU backend's history keys (``CLUMP_HISTORY``; centres local, as
+        the CPU keeps them), float64; empty without clumps."""
         if self.clumps is None:
             return {}
         body = self.clump_body.get()

@@ -1,5 +1,5 @@
-"""The rt backend: the Mochi paper's model, and rotation, rolling, cohesion and Verlet, stepped through
-portable ray tracing (slangpy).
+"""The rt backend: the Mochi paper's model and everything the CPU backend bakes but Hertz–Mindlin and the
+peers' friction caps, stepped through portable ray tracing (slangpy).
 
 Issue 28's backend. Every step, in three timed phases:
 
@@ -17,7 +17,7 @@ Issue 28's backend. Every step, in three timed phases:
    the tangential springs are; glue bonds (engine.backends.rt_bonds) act instead of their pairs' contacts,
    each grain gathering its own bonds' forces and torques after its contacts; mesh colliders
    (engine.backends.rt_colliders) add theirs after the bonds, before the walls, and their swept test
-   follows the update (Euler's integrate, Verlet's drift);
+   follows the update (Euler's integrate, Verlet's drift) and the rigid bodies' step, as on the CPU;
 3. update: ``rt_step_integrate``: semi-implicit Euler (v, x, and with rotation ω and the orientation
    quaternion, as the CPU backend's kick) under gravity and the force fields (the uniform ones added to
    gravity on the host, the others per grain by kernels/field_law.h), open-side exits, NaN and speed checks. With

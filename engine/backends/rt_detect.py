@@ -164,7 +164,8 @@ class RayTracedPairs:
             "flags": spy.AccelerationStructureGeometryFlags.no_duplicate_any_hit_invocation})
         self._blas_desc = spy.AccelerationStructureBuildDesc(
             {"inputs": [geometry], "flags": flags.allow_update | flags.prefer_fast_trace})
-        self._blas, self._blas_scratch = self._make_structure(self._blas_desc, spy.AccelerationStructureKind.bottom_level)
+        self._blas, self._blas_scratch = self._make_structure(self._blas_desc,
+                                                              spy.AccelerationStructureKind.bottom_level)
         self._build_structures(self._blas_desc, self._blas, self._blas_scratch, update=False)
         instances = device.create_acceleration_structure_instance_list(1)
         instances.write(0, {"transform": spy.float3x4.identity(), "instance_id": 0, "instance_mask": 0xFF,
@@ -197,7 +198,8 @@ class RayTracedPairs:
     def _allocate_pairs(self, capacity: int) -> None:
         self._capacity = int(capacity)
         self._pair_buffer = self.rt.device.create_buffer(
-            size=8 * self._capacity, usage=self._spy.BufferUsage.unordered_access | self._spy.BufferUsage.shader_resource)
+            size=8 * self._capacity,
+            usage=self._spy.BufferUsage.unordered_access | self._spy.BufferUsage.shader_resource)
 
     # --- motion and queries ---------------------------------------------------------------------
     def refit(self, positions: np.ndarray) -> None:
