@@ -180,6 +180,22 @@ def _far(setup, offset):
     return model, dataclasses.replace(setup.state, positions=positions)
 
 
+def cpu_history_resumed_on_rt(setup, rt_device):
+    """(resumed, cpu, halfway, history): the CPU backend stepped STEPS steps from the scene's state, and an rt
+    backend that took over halfway from the CPU's state (``halfway``) and contact history (``history``) and
+    stepped the other STEPS / 2."""
+    cpu = make_backend("cpu", setup.model)
+    cpu.set_state(setup.state)
+    cpu.step(STEPS // 2)
+    halfway, history = cpu.get_state(), cpu.get_contact_history()
+    cpu.step(STEPS // 2)
+    resumed = _rt(setup.model, rt_device)
+    resumed.set_state(halfway)
+    resumed.set_contact_history(history)
+    resumed.step(STEPS // 2)
+    return resumed, cpu, halfway, history
+
+
 def resume_halfway(model, state, rt_device):
     """(straight, resumed, halfway, history): two rt backends stepped STEPS steps from ``state`` with a
     frame boundary (``begin_frame``) at step 0 and STEPS / 2, as a bake has them; ``resumed`` was built
@@ -293,15 +309,7 @@ def test_a_pile_held_by_static_friction_matches_the_cpu_and_rests(rt_device):
 def test_a_cpu_history_resumes_on_rt(rt_device):
     """50 steps on the CPU, its state and springs to rt, 50 more: within the tolerances of 100 CPU steps
     (not bit for bit: the springs come from float64 and the steps differ in rounding)."""
-    setup = tilted_pile()
-    cpu = make_backend("cpu", setup.model)
-    cpu.set_state(setup.state)
-    cpu.step(STEPS // 2)
-    rt = _rt(setup.model, rt_device)
-    rt.set_state(cpu.get_state())
-    rt.set_contact_history(cpu.get_contact_history())
-    rt.step(STEPS // 2)
-    cpu.step(STEPS // 2)
+    rt, cpu, _, _ = cpu_history_resumed_on_rt(tilted_pile(), rt_device)
     assert np.abs(rt.get_state().positions - cpu.get_state().positions).max() <= POSITION_TOLERANCE
     assert np.abs(rt.get_state().velocities - cpu.get_state().velocities).max() <= VELOCITY_TOLERANCE
     assert_springs_close(rt.get_contact_history(), cpu.get_contact_history())

@@ -36,7 +36,8 @@ from engine.preset import load_preset
 from engine.scene import setup_from_arrays, setup_from_preset
 
 from .test_rt_backend import (POSITION_TOLERANCE, SPRING_TOLERANCE, STEPS, VELOCITY_TOLERANCE, _assert_same_history,
-                              _far, _rt, _run, assert_a_rerun_gives_the_same_bits, assert_same_state, resume_halfway)
+                              _far, _rt, _run, assert_a_rerun_gives_the_same_bits, assert_same_state,
+                              cpu_history_resumed_on_rt, resume_halfway)
 from .test_rt_rotation import OMEGA_TOLERANCE, assert_rotating_state_close
 
 PRESETS = Path(__file__).resolve().parents[2] / "presets"
@@ -119,16 +120,8 @@ def test_a_cpu_history_with_glue_resumes_on_rt(rt_device):
     """50 steps on the CPU, its state and history (bonds, springs, accelerations) to rt, 50 more: within the
     bounds of 100 CPU steps, the same bonds broken; without the history the broken bonds come back."""
     setup = glued_ball()
-    cpu = make_backend("cpu", setup.model)
-    cpu.set_state(setup.state)
-    cpu.step(STEPS // 2)
-    halfway, history = cpu.get_state(), cpu.get_contact_history()
+    resumed, cpu, halfway, history = cpu_history_resumed_on_rt(setup, rt_device)
     assert int(history["bond_intact"].sum()) < setup.model.bonds.count
-    cpu.step(STEPS // 2)
-    resumed = _rt(setup.model, rt_device)
-    resumed.set_state(halfway)
-    resumed.set_contact_history(history)
-    resumed.step(STEPS // 2)
     assert_rotating_state_close(resumed.get_state(), cpu.get_state())
     _assert_bonds_close(resumed.get_contact_history(), cpu.get_contact_history())
     forgetful = _rt(setup.model, rt_device)

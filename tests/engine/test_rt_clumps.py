@@ -39,7 +39,7 @@ from engine.scene import setup_from_arrays, setup_from_preset
 
 from .test_rt_backend import (POSITION_TOLERANCE, SPRING_TOLERANCE, STEPS, VELOCITY_TOLERANCE, _assert_same_history,
                               _far, _pair_map, _rt, _run, assert_a_rerun_gives_the_same_bits, assert_same_state,
-                              resume_halfway)
+                              cpu_history_resumed_on_rt, resume_halfway)
 from .test_rt_rotation import OMEGA_TOLERANCE, ORIENTATION_TOLERANCE, assert_rotating_state_close
 
 PRESETS = Path(__file__).resolve().parents[2] / "presets"
@@ -164,15 +164,7 @@ def test_a_cpu_history_with_rigid_bodies_resumes_on_rt(rt_device, integrator):
     bounds of 100 CPU steps; without the history the bodies restart from their members (orientation
     identity), off the CPU's."""
     setup = rigid_bodies(integrator=integrator)
-    cpu = make_backend("cpu", setup.model)
-    cpu.set_state(setup.state)
-    cpu.step(STEPS // 2)
-    halfway, history = cpu.get_state(), cpu.get_contact_history()
-    cpu.step(STEPS // 2)
-    resumed = _rt(setup.model, rt_device)
-    resumed.set_state(halfway)
-    resumed.set_contact_history(history)
-    resumed.step(STEPS // 2)
+    resumed, cpu, halfway, _ = cpu_history_resumed_on_rt(setup, rt_device)
     assert_rotating_state_close(resumed.get_state(), cpu.get_state())
     assert_bodies_close(resumed.get_contact_history(), cpu.get_contact_history(), setup.model)
     forgetful = _rt(setup.model, rt_device)

@@ -27,7 +27,8 @@ from engine.model import Domain, Gravity, Material
 from engine.scene import setup_from_arrays, setup_from_preset
 
 from .test_rt_backend import (POSITION_TOLERANCE, SPRING_TOLERANCE, STEPS, VELOCITY_TOLERANCE, _rt, _run,
-                              assert_a_rerun_gives_the_same_bits, assert_same_state, resume_halfway)
+                              assert_a_rerun_gives_the_same_bits, assert_same_state, cpu_history_resumed_on_rt,
+                              resume_halfway)
 
 PRESETS = Path(__file__).resolve().parents[2] / "presets"
 
@@ -152,15 +153,7 @@ def test_a_rerun_and_a_resume_give_the_same_bits(rt_device, case):
 
 def test_a_cpu_history_resumes_on_rt(rt_device):
     """50 CPU steps, their state and collider springs to rt, 50 more: within the bounds of 100 CPU steps."""
-    setup = ramp_scene()
-    cpu = make_backend("cpu", setup.model)
-    cpu.set_state(setup.state)
-    cpu.step(STEPS // 2)
-    rt = _rt(setup.model, rt_device)
-    rt.set_state(cpu.get_state())
-    rt.set_contact_history(cpu.get_contact_history())
-    rt.step(STEPS // 2)
-    cpu.step(STEPS // 2)
+    rt, cpu, _, _ = cpu_history_resumed_on_rt(ramp_scene(), rt_device)
     assert np.abs(rt.get_state().positions - cpu.get_state().positions).max() <= POSITION_TOLERANCE
     assert np.abs(rt.get_state().velocities - cpu.get_state().velocities).max() <= VELOCITY_TOLERANCE
     assert_collider_springs_close(rt.get_contact_history(), cpu.get_contact_history())
