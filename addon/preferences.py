@@ -17,6 +17,7 @@ import bpy
 
 from ..engine.backends.rt_device import SLANGPY_DOWNLOAD_MB
 from .grain_budget import DEFAULT_CONFIRM_GRAINS
+from .modal_timer import PollingModal
 from .package_install import PackageInstall, pip_install_command
 
 #: Packages each optional backend needs (pip names).
@@ -92,7 +93,7 @@ def _redraw(context) -> None:
             area.tag_redraw()
 
 
-class MOCHI_OT_install_slangpy(bpy.types.Operator):
+class MOCHI_OT_install_slangpy(PollingModal, bpy.types.Operator):
     """Install slangpy for the ray-traced GPU backend (a background pip run)"""
 
     bl_idname = "mochi.install_slangpy"
@@ -101,8 +102,6 @@ class MOCHI_OT_install_slangpy(bpy.types.Operator):
                       "install it into Mochi's own user folder with Blender's Python, for the ray-traced GPU "
                       "backend (AMD, Intel, Apple and NVIDIA GPUs); Blender keeps working while it installs")
     bl_options = {"INTERNAL"}
-
-    _timer = None
 
     def execute(self, context):
         global _install
@@ -119,8 +118,7 @@ class MOCHI_OT_install_slangpy(bpy.types.Operator):
             _install.join()
             return self._finish(context, _install, folder)
         self._folder = folder
-        self._timer = context.window_manager.event_timer_add(TIMER_STEP, window=context.window)
-        context.window_manager.modal_handler_add(self)
+        self._start_timer(context, TIMER_STEP)
         _redraw(context)
         return {"RUNNING_MODAL"}
 
@@ -135,13 +133,6 @@ class MOCHI_OT_install_slangpy(bpy.types.Operator):
             return {"PASS_THROUGH"}
         self._stop_timer(context)
         return self._finish(context, job, self._folder)
-
-    def _stop_timer(self, context):
-        if self._timer is not None:
-            context.window_manager.event_timer_remove(self._timer)
-            self._timer = None
-        if context.workspace is not None:
-            context.workspace.status_text_set(None)
 
     def _finish(self, context, job: PackageInstall, folder: str):
         from ..engine.backends.select import clear_probe_cache, probe_rt

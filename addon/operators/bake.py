@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import bpy
 
+from ..modal_timer import PollingModal
+
 #: Seconds between two looks at the worker's progress.
 TIMER_STEP = 0.25
 
@@ -48,12 +50,11 @@ def bake_confirmation(context) -> tuple[str, str] | None:
     return title, message
 
 
-class _BakeBase:
+class _BakeBase(PollingModal):
     resume = False
     modal_after_confirm = False  # a property of Bake; Resume never asks
 
     _monitor = None
-    _timer = None
 
     def _start(self, context, *, ask: bool = False):
         from ...engine.errors import MochiError
@@ -106,9 +107,7 @@ class _BakeBase:
         self._monitor = self._start(context, ask=True)  # a long bake waits for a go in the panel
         if self._monitor is None:
             return {"CANCELLED"}
-        wm = context.window_manager
-        self._timer = wm.event_timer_add(TIMER_STEP, window=context.window)
-        wm.modal_handler_add(self)
+        self._start_timer(context, TIMER_STEP)
         return {"RUNNING_MODAL"}
 
     def modal(self, context, event):
@@ -121,15 +120,12 @@ class _BakeBase:
         redraw_progress(context)  # the panel and the status bar draw the progress (ui/)
         if not done:
             return {"PASS_THROUGH"}
-        context.window_manager.event_timer_remove(self._timer)
-        self._timer = None
+        self._stop_timer(context, clear_status=False)  # the bake sets no status text (ui/ draws its progress)
         return self._end(context)
 
     def cancel(self, context):
         """Blender ends the modal operator (file loaded, window closed): stop the worker too."""
-        if self._timer is not None:
-            context.window_manager.event_timer_remove(self._timer)
-            self._timer = None
+        self._stop_timer(context, clear_status=False)
         if self._monitor is not None:
             self._monitor.job.request_cancel()
             self._monitor.job.join()

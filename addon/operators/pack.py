@@ -6,6 +6,8 @@ import math
 
 import bpy
 
+from ..modal_timer import PollingModal
+
 #: Solid fraction of the packing (HCP), and the depth of the small spheres' skin in large radii, for
 #: the estimate of the sphere count (a 1 m cube at r = 0.05 m: 5,860 estimated, 6,152 packed).
 HCP_FRACTION = 0.74
@@ -88,7 +90,7 @@ TIMER_STEP = 0.1
 _running = None
 
 
-class MOCHI_OT_pack(bpy.types.Operator):
+class MOCHI_OT_pack(PollingModal, bpy.types.Operator):
     """Pack the selected particle sources with spheres as they are at the bake's first frame and show them as a point cloud in place of the mesh (no simulation; objects that are not sources are left out)"""
 
     bl_idname = "mochi.pack"
@@ -100,7 +102,6 @@ class MOCHI_OT_pack(bpy.types.Operator):
         "when Pack is clicked; scripts pack at once)", default=False, options={"SKIP_SAVE", "HIDDEN"})
 
     _job = None
-    _timer = None
     _left_out = 0
 
     def invoke(self, context, event):
@@ -184,17 +185,8 @@ class MOCHI_OT_pack(bpy.types.Operator):
             self.report({"ERROR"}, "A Pack is already running; wait for it or press Esc to cancel it.")
             return {"CANCELLED"}
         self._job = _running = PackJob(sources=sources, seed=context.scene.mochi.seed).start()
-        wm = context.window_manager
-        self._timer = wm.event_timer_add(TIMER_STEP, window=context.window)
-        wm.modal_handler_add(self)
+        self._start_timer(context, TIMER_STEP)
         return {"RUNNING_MODAL"}
-
-    def _stop_timer(self, context):
-        if self._timer is not None:
-            context.window_manager.event_timer_remove(self._timer)
-            self._timer = None
-        if context.workspace is not None:
-            context.workspace.status_text_set(None)
 
     def modal(self, context, event):
         job = self._job
