@@ -2,8 +2,8 @@
 
 Issue 27 point 5: an artist's machine always has other load, and numba's parallel loops wait at every
 barrier for the thread that shares its core with it. This times the CPU backend on the 100k freefall
-and settled pile of bench_peers.py (same states, same physics, paper law) in four ways, each in a fresh
-process:
+and settled pile of bench_peers.py (same states, same physics: the paper's law, or with ``--law full`` the
+add-on's default physics, as ``bench_peers.py --law full``) in four ways, each in a fresh process:
 
   * ``1 thread``      NUMBA_NUM_THREADS=1;
   * ``all, before``   every core, as before issue 27: the thread count forced
@@ -110,6 +110,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--states", nargs="*", default=["freefall", "pile"])
     parser.add_argument("--configs", nargs="*", default=list(CONFIGS), choices=list(CONFIGS))
+    parser.add_argument("--law", choices=["paper", "full"], default="paper",
+                        help="full: rotation, Verlet, static friction and rolling resistance (bench_peers.py)")
     parser.add_argument("--json", help="write the results here")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--adaptive", action="store_true", help=argparse.SUPPRESS)
@@ -119,8 +121,11 @@ def main() -> None:
         return
     from bench_peers import ensure_freefall, ensure_pile
 
+    os.environ["MOCHI_BENCH_LAW"] = args.law  # the children build their scenes from it
+
     paths = {"freefall": ensure_freefall, "pile": ensure_pile}
-    results = {"particles": args.particles, "steps": args.steps, "repeats": args.repeats, "cores": os.cpu_count(),
+    results = {"particles": args.particles, "steps": args.steps, "repeats": args.repeats, "law": args.law,
+               "cores": os.cpu_count(),
                "load_average_before": list(os.getloadavg()), "runs": []}
     for state in args.states:
         path = paths[state](args.particles)

@@ -29,6 +29,9 @@ class StepTimings:
             model, engine.backends.cpu_fused), whose shares cannot be told apart [s].
         colliders_s: Of detect and update, the mesh colliders' share: their contact forces and swept
             test, including moving them [s].
+        setup_s: One-off work of the first step after ``set_state`` (the CPU's velocity Verlet computes
+            the state's accelerations with one extra force pass) [s]. Like builds, it is left out when
+            the CPU backend compares thread counts (engine.backends.cpu_threads).
         steps: Steps covered.
         rebuilds: Full rebuilds among them.
     """
@@ -38,6 +41,7 @@ class StepTimings:
     update_s: float = 0.0
     fused_s: float = 0.0
     colliders_s: float = 0.0
+    setup_s: float = 0.0
     steps: int = 0
     rebuilds: int = 0
 
@@ -55,12 +59,13 @@ class StepTimings:
         self.update_s += other.update_s
         self.fused_s += other.fused_s
         self.colliders_s += other.colliders_s
+        self.setup_s += other.setup_s
         self.steps += other.steps
         self.rebuilds += other.rebuilds
 
     @property
     def total_s(self) -> float:
-        return self.build_s + self.detect_s + self.update_s + self.fused_s
+        return self.build_s + self.detect_s + self.update_s + self.fused_s + self.setup_s
 
 
 class Backend(abc.ABC):

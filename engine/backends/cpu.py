@@ -33,7 +33,7 @@ import time
 import numpy as np
 
 from . import cpu_kernels as k
-from .cpu_fused import block_reach, crossing_forces, fused_step, split_blocks
+from .cpu_fused import block_reach, crossing_forces, full_law_pass, fused_step, split_blocks
 from .cpu_full_steps import FullLawSteps
 from .cpu_neighbors import NeighborListCpu
 from .cpu_load import OtherLoad
@@ -105,6 +105,8 @@ class BackendCpu(FullLawSteps, Backend):
         self.full = self.rotation or not self.euler or self.rolling or bool(self.cohesion.any()) \
             or bool(self.wall_cohesion.any()) or self.bonds is not None or model.clumps is not None \
             or prepared.tabled
+        # The full law's fused pass, compiled without the switches this scene does not use (cpu_fused).
+        self.full_pass = full_law_pass(lean=not (self.cohesion.any() or prepared.tabled)) if self.full else None
         self.clumps = model.clumps
         if self.clumps is not None:
             c = self.clumps.count
@@ -385,8 +387,11 @@ class BackendCpu(FullLawSteps, Backend):
         self.needs_build = False
 
     def prepare(self) -> None:
-        """Build the neighbour list now if the next step would (see ``Backend.prepare``)."""
-        if self.needs_build:
+        """Build the neighbour list now if the next step would, and with velocity Verlet compute the
+        state's accelerations (see ``Backend.prepare``; LAMMPS's setup computes its first forces too)."""
+        if self.full and not self.euler and not self.primed:
+            self._prime_verlet(StepTimings())
+        elif self.needs_build:
             self._build(self._acceleration(self.step_index))
 
     def step(self, count: int) -> StepTimings:

@@ -16,7 +16,6 @@ import numpy as np
 
 from . import cpu_kernels as k
 from .base import StepTimings
-from .cpu_fused import crossing_forces_full, fused_step_full
 from ..errors import SimulationDiverged
 
 
@@ -53,6 +52,7 @@ class FullLawSteps:
         start, cross_from, reached_to = self._blocks()
         stiffness = float(physics.stiffness)
         self._wall_forces_full(self.near, dt_history)  # grains near a side: walls first, then pairs
+        crossing_forces_full, fused_step_full = self.full_pass
         if start.shape[0] > 2:
             crossing_forces_full(self.pos, self.vel, self.omega, self.radius, self.mass, self.material, self.active,
                                  nb.nbr_start, nb.nbr_j, self.beta, self.mu, self.roll, self.cohesion, stiffness,
@@ -77,12 +77,29 @@ class FullLawSteps:
                            self.wall_cohesion, float(self.model.physics.stiffness), self.wall_law_table, self.spring, self.wall_hist,
                            self.wall_touch, dt_history, self.force, self.torque, self.touched)
 
+    def _prime_verlet(self, timings: StepTimings) -> None:
+        """Velocity Verlet's start: the accelerations of the current state, computed once (springs not
+        advanced: dt 0) for the first step's drift; the neighbour list is built first if due."""
+        accel = self._acceleration(self.step_index)
+        if self.needs_build:
+            self._build(accel)
+            timings.rebuilds += 1
+        if self.reorder:
+            self._fused_full(accel, 0.0, 0.0)
+        else:
+            self._forces_full(self.step_index * self.model.physics.dt, 0.0, timings)
+            self._kick(accel, 0.0, 0.0)
+        if self.clumps is not None:
+            self._clump_step(0)
+        self.primed = True
+
     def _step_full(self, count: int) -> StepTimings:
         """Steps of the full law: rotation, rolling, cohesion, Euler or velocity Verlet.
 
         Verlet (LAMMPS fix nve/sphere order): drift (v, ω half kick with the stored accelerations, then
         x, q), forces at the new positions and time, kick (second half). At the very start the
-        accelerations of the initial state are computed once (springs not advanced: dt 0).
+        accelerations of the initial state are computed once (``_prime_verlet``; ``prepare`` does it
+        ahead of the steps).
         """
         m = self.model
         physics = m.physics
@@ -92,18 +109,10 @@ class FullLawSteps:
             t0 = time.perf_counter()
             if not self.euler:
                 if not self.primed:
-                    accel = self._acceleration(self.step_index)
-                    if self.needs_build:
-                        self._build(accel)
-                        timings.rebuilds += 1
-                    if self.reorder:
-                        self._fused_full(accel, 0.0, 0.0)
-                    else:
-                        self._forces_full(self.step_index * dt, 0.0, timings)
-                        self._kick(accel, 0.0, 0.0)
-                    if self.clumps is not None:
-                        self._clump_step(0)
-                    self.primed = True
+                    self._prime_verlet(timings)
+                    primed_at = time.perf_counter()
+                    timings.setup_s += primed_at - t0
+                    t0 = primed_at
                 previous = self.pos.copy() if m.colliders is not None else None
                 disp2, bad = k.drift(self.pos, self.vel, self.omega, self.quat, self.acc, self.alpha, self.active,
                                      dt, self.rotation, self.lo, self.hi, self.wall_mask, self.pos_ref)
@@ -124,7 +133,7 @@ class FullLawSteps:
             else:
                 force_step = self.step_index
             accel = self._acceleration(force_step)
-            tb = time.perf_counter()  # [t0, tb): Verlet's drift (and, once, the priming)
+            tb = time.perf_counter()  # [t0, tb): Verlet's drift
             if self.needs_build:
                 self._build(accel)
                 timings.rebuilds += 1

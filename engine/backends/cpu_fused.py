@@ -27,10 +27,13 @@ costs one byte read instead of a 24-byte read and store (most of them, in a fall
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from numba import njit, prange
 
-from .cpu_kernels import KERNEL_OPTIONS, advance, kick_one, pair_force_from, pair_full_of
+from .cpu_kernels import KERNEL_OPTIONS, advance, kick_one, pair_force_from
+from .cpu_kernels_law import pair_full_lean, pair_full_of
 
 #: Cost of advancing one particle, in list entries, for balancing the blocks.
 PARTICLE_COST = 1.5
@@ -213,101 +216,124 @@ def fused_step(pos, vel, force, touched, radius, mass, material, active, nbr_sta
 # --- the full law (rotation, rolling resistance, cohesion; Euler or velocity Verlet) ----------------------
 
 
-@njit(parallel=True, **KERNEL_OPTIONS)
-def crossing_forces_full(pos, vel, omega, radius, mass, material, active, nbr_start, nbr_j, beta_table, mu_table,
-                         roll_table, cohesion_table, stiffness, law_table, spring, dt, hist, bonded, clump, pair_force,
-                         pair_torque, block_start, cross_from):
-    """``crossing_forces`` for the full law: force on i to ``pair_force[p]`` (3), torques on i and on j
-    to ``pair_torque[p]`` (6) of every entry whose j lies in a later block (zero when not touching)."""
-    for b in prange(block_start.shape[0] - 1):
-        s1 = block_start[b + 1]
-        for i in range(cross_from[b], s1):
-            for p in range(nbr_start[i], nbr_start[i + 1]):
-                j = nbr_j[p]
-                if j < s1:
-                    continue
-                f = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-                if active[i] != 0 and active[j] != 0:
-                    touching, f = pair_full_of(i, j, p, pos, vel, omega, radius, mass, material, beta_table, mu_table,
-                                               roll_table, cohesion_table, stiffness, law_table, spring, dt, hist, bonded, clump)
-                for a in range(3):
-                    pair_force[p, a] = f[a]
-                for a in range(6):
-                    pair_torque[p, a] = f[3 + a]
-
-
-@njit(parallel=True, **KERNEL_OPTIONS)
-def fused_step_full(pos, vel, omega, quat, force, torque, touched, radius, mass, material, active, nbr_start, nbr_j,
-                    rev_start, rev_pair, beta_table, mu_table, roll_table, cohesion_table, stiffness, law_table, spring, dt,
-                    kick_dt, hist, bonded, clump, pair_force, pair_torque, block_start, reached_to, accel, euler,
-                    rotation, lo, hi, wall_mask, field_table, field_grid, acc, alpha, pos_ref):
-    """The full law's forces and kick (``cpu_kernels.pair_forces_full``, the gathers and ``kick``) in one
-    pass, as ``fused_step`` does for the paper model: a particle's force and torque are its earlier
-    rows' reactions in row order, then its own row's entries (after the walls' push, which
-    ``cpu_kernels.wall_forces_full`` adds first); ``kick_one`` then moves it.
-    ``dt``: the springs' step (0 when only priming Verlet's accelerations); ``kick_dt``: see ``kick``.
-    Call ``crossing_forces_full`` first when there is more than one block. (Velocity Verlet's first half,
-    ``drift``, stays a pass of its own: forces need every grain drifted.)
-
-    Returns:
-        as ``cpu_kernels.kick``.
+@functools.cache
+def full_law_pass(*, lean: bool):
+    """The full law's fused pass, ``(crossing_forces_full, fused_step_full)``, compiled for a scene's
+    switches: ``lean`` where no pair of materials has cohesion and the law tables have no rows (no
+    Hertz–Mindlin, Mochi's friction cap), the list entries then take ``pair_full_lean`` (the law without
+    those switches, inlined), otherwise ``pair_full_of`` (every setting). Same bits where both are valid.
+    (``lean`` is a closure constant: numba keeps the branch it selects and caches each instance.)
     """
-    blocks = block_start.shape[0] - 1
-    disp2_of = np.zeros(blocks)
-    speed2_of = np.zeros(blocks)
-    bad_of = np.zeros(blocks, np.int64)
-    for b in prange(blocks):
-        s0, s1 = _open_block(b, block_start, reached_to, nbr_start, rev_start, rev_pair, pair_force, force, pair_torque,
-                             torque, True, touched)
-        max_disp2 = 0.0
-        max_speed2 = 0.0
-        bad = 0
-        for i in range(s0, s1):
-            fx = fy = fz = 0.0
-            tx = ty = tz = 0.0
-            if touched[i]:  # force and torque are zero otherwise (the invariant of fused_step)
-                fx, fy, fz = force[i, 0], force[i, 1], force[i, 2]
-                tx, ty, tz = torque[i, 0], torque[i, 1], torque[i, 2]
-                for a in range(3):
-                    force[i, a] = 0.0
-                    torque[i, a] = 0.0
-                touched[i] = 0
-            if active[i] == 0:
-                continue
-            for p in range(nbr_start[i], nbr_start[i + 1]):
-                j = nbr_j[p]
-                if j >= s1:  # crossing: computed by crossing_forces_full
-                    gx, gy, gz = pair_force[p, 0], pair_force[p, 1], pair_force[p, 2]
-                    sx, sy, sz = pair_torque[p, 0], pair_torque[p, 1], pair_torque[p, 2]
-                else:
-                    if active[j] == 0:
+
+    @njit(parallel=True, **KERNEL_OPTIONS)
+    def crossing_forces_full(pos, vel, omega, radius, mass, material, active, nbr_start, nbr_j, beta_table,
+                             mu_table, roll_table, cohesion_table, stiffness, law_table, spring, dt, hist, bonded,
+                             clump, pair_force, pair_torque, block_start, cross_from):
+        """``crossing_forces`` for the full law: force on i to ``pair_force[p]`` (3), torques on i and on j
+        to ``pair_torque[p]`` (6) of every entry whose j lies in a later block (zero when not touching)."""
+        for b in prange(block_start.shape[0] - 1):
+            s1 = block_start[b + 1]
+            for i in range(cross_from[b], s1):
+                for p in range(nbr_start[i], nbr_start[i + 1]):
+                    j = nbr_j[p]
+                    if j < s1:
                         continue
-                    touching, f = pair_full_of(i, j, p, pos, vel, omega, radius, mass, material, beta_table, mu_table,
-                                               roll_table, cohesion_table, stiffness, law_table, spring, dt, hist, bonded, clump)
-                    if not touching:  # no force (adding its zeros would change no bit)
-                        continue
-                    force[j, 0] -= f[0]
-                    force[j, 1] -= f[1]
-                    force[j, 2] -= f[2]
-                    torque[j, 0] += f[6]
-                    torque[j, 1] += f[7]
-                    torque[j, 2] += f[8]
-                    touched[j] = 1
-                    gx, gy, gz = f[0], f[1], f[2]
-                    sx, sy, sz = f[3], f[4], f[5]
-                fx += gx
-                fy += gy
-                fz += gz
-                tx += sx
-                ty += sy
-                tz += sz
-            disp2, speed2, broken = kick_one(i, fx, fy, fz, tx, ty, tz, pos, vel, omega, quat, radius, mass, active,
-                                             accel, dt, kick_dt, euler, rotation, lo, hi, wall_mask, field_table,
-                                             field_grid, acc, alpha, pos_ref)
-            bad += broken
-            max_disp2 = max(max_disp2, disp2)
-            max_speed2 = max(max_speed2, speed2)
-        disp2_of[b] = max_disp2
-        speed2_of[b] = max_speed2
-        bad_of[b] = bad
-    return disp2_of.max(), speed2_of.max(), bad_of.sum()
+                    f = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+                    if active[i] != 0 and active[j] != 0:
+                        if lean:
+                            touching, f = pair_full_lean(i, j, p, pos, vel, omega, radius, mass, material,
+                                                         beta_table, mu_table, roll_table, cohesion_table, stiffness,
+                                                         law_table, spring, dt, hist, bonded, clump)
+                        else:
+                            touching, f = pair_full_of(i, j, p, pos, vel, omega, radius, mass, material, beta_table,
+                                                       mu_table, roll_table, cohesion_table, stiffness, law_table,
+                                                       spring, dt, hist, bonded, clump)
+                    for a in range(3):
+                        pair_force[p, a] = f[a]
+                    for a in range(6):
+                        pair_torque[p, a] = f[3 + a]
+
+    @njit(parallel=True, **KERNEL_OPTIONS)
+    def fused_step_full(pos, vel, omega, quat, force, torque, touched, radius, mass, material, active, nbr_start,
+                        nbr_j, rev_start, rev_pair, beta_table, mu_table, roll_table, cohesion_table, stiffness,
+                        law_table, spring, dt, kick_dt, hist, bonded, clump, pair_force, pair_torque, block_start,
+                        reached_to, accel, euler, rotation, lo, hi, wall_mask, field_table, field_grid, acc, alpha,
+                        pos_ref):
+        """The full law's forces and kick (``cpu_kernels.pair_forces_full``, the gathers and ``kick``) in one
+        pass, as ``fused_step`` does for the paper model: a particle's force and torque are its earlier
+        rows' reactions in row order, then its own row's entries (after the walls' push, which
+        ``cpu_kernels.wall_forces_full`` adds first); ``kick_one`` then moves it.
+        ``dt``: the springs' step (0 when only priming Verlet's accelerations); ``kick_dt``: see ``kick``.
+        Call ``crossing_forces_full`` first when there is more than one block. (Velocity Verlet's first half,
+        ``drift``, stays a pass of its own: forces need every grain drifted.)
+
+        Returns:
+            as ``cpu_kernels.kick``.
+        """
+        blocks = block_start.shape[0] - 1
+        disp2_of = np.zeros(blocks)
+        speed2_of = np.zeros(blocks)
+        bad_of = np.zeros(blocks, np.int64)
+        for b in prange(blocks):
+            s0, s1 = _open_block(b, block_start, reached_to, nbr_start, rev_start, rev_pair, pair_force, force,
+                                 pair_torque, torque, True, touched)
+            max_disp2 = 0.0
+            max_speed2 = 0.0
+            bad = 0
+            for i in range(s0, s1):
+                fx = fy = fz = 0.0
+                tx = ty = tz = 0.0
+                if touched[i]:  # force and torque are zero otherwise (the invariant of fused_step)
+                    fx, fy, fz = force[i, 0], force[i, 1], force[i, 2]
+                    tx, ty, tz = torque[i, 0], torque[i, 1], torque[i, 2]
+                    for a in range(3):
+                        force[i, a] = 0.0
+                        torque[i, a] = 0.0
+                    touched[i] = 0
+                if active[i] == 0:
+                    continue
+                for p in range(nbr_start[i], nbr_start[i + 1]):
+                    j = nbr_j[p]
+                    if j >= s1:  # crossing: computed by crossing_forces_full
+                        gx, gy, gz = pair_force[p, 0], pair_force[p, 1], pair_force[p, 2]
+                        sx, sy, sz = pair_torque[p, 0], pair_torque[p, 1], pair_torque[p, 2]
+                    else:
+                        if active[j] == 0:
+                            continue
+                        if lean:
+                            touching, f = pair_full_lean(i, j, p, pos, vel, omega, radius, mass, material,
+                                                         beta_table, mu_table, roll_table, cohesion_table, stiffness,
+                                                         law_table, spring, dt, hist, bonded, clump)
+                        else:
+                            touching, f = pair_full_of(i, j, p, pos, vel, omega, radius, mass, material, beta_table,
+                                                       mu_table, roll_table, cohesion_table, stiffness, law_table,
+                                                       spring, dt, hist, bonded, clump)
+                        if not touching:  # no force (adding its zeros would change no bit)
+                            continue
+                        force[j, 0] -= f[0]
+                        force[j, 1] -= f[1]
+                        force[j, 2] -= f[2]
+                        torque[j, 0] += f[6]
+                        torque[j, 1] += f[7]
+                        torque[j, 2] += f[8]
+                        touched[j] = 1
+                        gx, gy, gz = f[0], f[1], f[2]
+                        sx, sy, sz = f[3], f[4], f[5]
+                    fx += gx
+                    fy += gy
+                    fz += gz
+                    tx += sx
+                    ty += sy
+                    tz += sz
+                disp2, speed2, broken = kick_one(i, fx, fy, fz, tx, ty, tz, pos, vel, omega, quat, radius, mass, active,
+                                                 accel, dt, kick_dt, euler, rotation, lo, hi, wall_mask, field_table,
+                                                 field_grid, acc, alpha, pos_ref)
+                bad += broken
+                max_disp2 = max(max_disp2, disp2)
+                max_speed2 = max(max_speed2, speed2)
+            disp2_of[b] = max_disp2
+            speed2_of[b] = max_speed2
+            bad_of[b] = bad
+        return disp2_of.max(), speed2_of.max(), bad_of.sum()
+
+    return crossing_forces_full, fused_step_full

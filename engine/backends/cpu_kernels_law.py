@@ -1,8 +1,9 @@
 """numba kernels of the contact law: one law, compiled for the physics switched on
 (``make_contact_law``; instances ``contact_law_paper``, the paper's model, and ``contact_law_full``,
-rotation, rolling resistance and cohesion), and the loops over the Verlet list that apply it and gather
-the reactions. Conventions in ``cpu_kernels``; the float64
-reference is ``engine.contact_law``.
+rotation, rolling resistance and cohesion), the law on one list entry (``make_pair_full``: distance,
+normal, cohesion and the law's coefficients; ``pair_full_of`` for every setting, ``pair_full_lean`` for
+scenes without cohesion or law tables), and the loops over the Verlet list that apply it and gather the
+reactions. Conventions in ``cpu_kernels``; the float64 reference is ``engine.contact_law``.
 """
 
 from __future__ import annotations
@@ -202,6 +203,13 @@ contact_law_paper = make_contact_law(rotation=False, rolling=False, cohesion=Fal
 #: Every other setting: rotation, rolling resistance, cohesion and Hertz–Mindlin, each off where its
 #: coefficient is 0.
 contact_law_full = make_contact_law(rotation=True, rolling=True, cohesion=True, tabled=True)
+#: The full law inlined, for the list-entry functions (``make_pair_full``): every setting, and rotation
+#: with rolling resistance only (no cohesion, no law tables: the add-on's default physics). They are named
+#: as module globals, never captured by a closure: numba's disk cache keys a closure by its cells, and a
+#: compiled function pickles differently in every process, so each process would compile it again.
+contact_law_full_inlined = make_contact_law(rotation=True, rolling=True, cohesion=True, tabled=True, inline="always")
+contact_law_rolling_inlined = make_contact_law(rotation=True, rolling=True, cohesion=False, tabled=False,
+                                               inline="always")
 
 
 @njit(inline="always", **KERNEL_OPTIONS)
@@ -307,50 +315,79 @@ def gather_reactions(force, pair_force, rev_start, rev_pair):
         force[j, 2] -= fz
 
 
-@njit(inline="always", **KERNEL_OPTIONS)  # inlined: called per list entry with many arguments
-def pair_full_of(i, j, p, pos, vel, omega, radius, mass, material, beta_table, mu_table, roll_table, cohesion_table,
-                 stiffness, law_table, spring, dt, hist, bonded, clump):
-    """The full law on list entry p (particles i, j, both active): (touching, f) with f the 9-tuple of
-    ``contact_law_full`` (force on i [N], torques on i and on j [N·m]); zeros when apart, held by a bond or
-    in one rigid clump, where the entry's springs ``hist[p]`` are also cleared. ``law_table``: E*, G* [Pa]
-    and friction cap per material pair (M, M, 3) (engine.contact_law.law_tables), no rows for the linear law
-    of ``stiffness`` with Mochi's cap."""
-    dx = np.float64(pos[i, 0]) - pos[j, 0]
-    dy = np.float64(pos[i, 1]) - pos[j, 1]
-    dz = np.float64(pos[i, 2]) - pos[j, 2]
-    ri = np.float64(radius[i])
-    rj = np.float64(radius[j])
-    reach = ri + rj
-    d2 = dx * dx + dy * dy + dz * dz
-    if d2 > reach * reach or bonded[p] or (clump[i] >= 0 and clump[i] == clump[j]):
-        if hist.shape[0]:  # hist has no rows without springs
-            for a in range(6):
-                hist[p, a] = 0.0
-        return False, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-    dist = math.sqrt(d2)
-    if dist > 0.0:
-        inverse = 1.0 / dist  # one division, not three
-        nx, ny, nz = dx * inverse, dy * inverse, dz * inverse
-    else:
-        nx, ny, nz = 1.0, 0.0, 0.0
-    overlap = reach - dist
-    mi = np.float64(mass[i])
-    mj = np.float64(mass[j])
-    ci, cj = material[i], material[j]
-    coh = cohesion_table[ci, cj]
-    k_or_e, shear, cap_rule = law_of(stiffness, law_table[ci, cj]) if law_table.shape[0] else (stiffness, 0.0, 0)
-    cohesive = 0.0
-    if coh > 0.0 and dist > 0.0:
-        cohesive = coh * (0.25 * math.pi * overlap * (dist + ri - rj) * (dist - ri + rj)
-                          * (dist + ri + rj) / d2)
-    f = contact_law_full(nx, ny, nz, overlap, np.float64(vel[i, 0]) - vel[j, 0],
-                         np.float64(vel[i, 1]) - vel[j, 1], np.float64(vel[i, 2]) - vel[j, 2],
-                         np.float64(omega[i, 0]), np.float64(omega[i, 1]), np.float64(omega[i, 2]),
-                         np.float64(omega[j, 0]), np.float64(omega[j, 1]), np.float64(omega[j, 2]),
-                         ri - 0.5 * overlap, rj - 0.5 * overlap, ri * rj / reach, mi * mj / (mi + mj),
-                         k_or_e, shear, cap_rule, beta_table[ci, cj], mu_table[ci, cj], roll_table[ci, cj], cohesive,
-                         spring, hist, p, dt)
-    return True, f
+def make_pair_full(*, lean: bool):
+    """The full law on one list entry, compiled for a scene's switches (inlined into the caller).
+
+    The compiled function, ``pair_full(i, j, p, pos, ..., hist, bonded, clump)``, returns (touching, f) for
+    list entry p (particles i, j, both active), f the 9-tuple of the law (force on i [N], torques on i and
+    on j [N·m]); zeros when apart, held by a bond or in one rigid clump, where the entry's springs
+    ``hist[p]`` are also cleared. ``law_table``: E*, G* [Pa] and friction cap per material pair (M, M, 3)
+    (engine.contact_law.law_tables), no rows for the linear law of ``stiffness`` with Mochi's cap.
+
+    ``lean``: the scene has no pair cohesion and no law tables, so neither table is read and the law
+    is compiled without them (``contact_law_rolling_inlined``); otherwise ``contact_law_full_inlined``.
+    Where the lean instance is valid both give the same bits; it is smaller and about 13% faster on the
+    100k pile's contact pass (docs/benchmarks.md).
+    """
+
+    @njit(inline="always", **KERNEL_OPTIONS)  # inlined: called per list entry with many arguments
+    def pair_full(i, j, p, pos, vel, omega, radius, mass, material, beta_table, mu_table, roll_table,
+                  cohesion_table, stiffness, law_table, spring, dt, hist, bonded, clump):
+        dx = np.float64(pos[i, 0]) - pos[j, 0]
+        dy = np.float64(pos[i, 1]) - pos[j, 1]
+        dz = np.float64(pos[i, 2]) - pos[j, 2]
+        ri = np.float64(radius[i])
+        rj = np.float64(radius[j])
+        reach = ri + rj
+        d2 = dx * dx + dy * dy + dz * dz
+        if d2 > reach * reach or bonded[p] or (clump[i] >= 0 and clump[i] == clump[j]):
+            if hist.shape[0]:  # hist has no rows without springs
+                for a in range(6):
+                    hist[p, a] = 0.0
+            return False, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+        dist = math.sqrt(d2)
+        if dist > 0.0:
+            inverse = 1.0 / dist  # one division, not three
+            nx, ny, nz = dx * inverse, dy * inverse, dz * inverse
+        else:
+            nx, ny, nz = 1.0, 0.0, 0.0
+        overlap = reach - dist
+        mi = np.float64(mass[i])
+        mj = np.float64(mass[j])
+        ci, cj = material[i], material[j]
+        dvx = np.float64(vel[i, 0]) - vel[j, 0]
+        dvy = np.float64(vel[i, 1]) - vel[j, 1]
+        dvz = np.float64(vel[i, 2]) - vel[j, 2]
+        wix, wiy, wiz = np.float64(omega[i, 0]), np.float64(omega[i, 1]), np.float64(omega[i, 2])
+        wjx, wjy, wjz = np.float64(omega[j, 0]), np.float64(omega[j, 1]), np.float64(omega[j, 2])
+        arm_i, arm_j = ri - 0.5 * overlap, rj - 0.5 * overlap
+        r_eff, m_eff = ri * rj / reach, mi * mj / (mi + mj)
+        beta, mu, mu_roll = beta_table[ci, cj], mu_table[ci, cj], roll_table[ci, cj]
+        # ``lean`` is a constant of the compiled function: numba drops the branch not taken before inlining.
+        if lean:
+            f = contact_law_rolling_inlined(nx, ny, nz, overlap, dvx, dvy, dvz, wix, wiy, wiz, wjx, wjy, wjz, arm_i,
+                                            arm_j, r_eff, m_eff, stiffness, 0.0, 0, beta, mu, mu_roll, 0.0, spring,
+                                            hist, p, dt)
+        else:
+            k_or_e, shear, cap_rule = law_of(stiffness, law_table[ci, cj]) if law_table.shape[0] \
+                else (stiffness, 0.0, 0)
+            coh = cohesion_table[ci, cj]
+            cohesive = 0.0
+            if coh > 0.0 and dist > 0.0:
+                cohesive = coh * (0.25 * math.pi * overlap * (dist + ri - rj) * (dist - ri + rj)
+                                  * (dist + ri + rj) / d2)
+            f = contact_law_full_inlined(nx, ny, nz, overlap, dvx, dvy, dvz, wix, wiy, wiz, wjx, wjy, wjz, arm_i,
+                                         arm_j, r_eff, m_eff, k_or_e, shear, cap_rule, beta, mu, mu_roll, cohesive,
+                                         spring, hist, p, dt)
+        return True, f
+
+    return pair_full
+
+
+#: The full law on one list entry: every setting (the two-pass path of glue bonds, rigid clumps and
+#: colliders, and the fused pass of scenes with cohesion or law tables), and the lean instance.
+pair_full_of = make_pair_full(lean=False)
+pair_full_lean = make_pair_full(lean=True)
 
 
 @njit(parallel=True, **KERNEL_OPTIONS)

@@ -208,7 +208,8 @@ def step_choosing_threads(chooser: ThreadCountChooser, step_on: Callable[[int, i
             part = step_on(threads, 1 if is_try else steps)
             timings.add(part)
             ran += part.steps
-            spent += part.total_s - part.build_s  # builds come at irregular steps: not compared
+            # Builds come at irregular steps, and the first step's setup once: neither is compared.
+            spent += part.total_s - part.build_s - part.setup_s
             if is_try and chooser.give_up_try(threads, ran, spent):
                 break
         chooser.record(threads, ran, spent, is_try=is_try)

@@ -165,3 +165,51 @@ def test_full_law_same_bits_for_any_number_of_blocks(rng):
     _, plain, _ = _run(setup, 200, reorder=False)
     np.testing.assert_allclose(first.positions, plain.positions, rtol=0, atol=2e-4)
     np.testing.assert_allclose(first.angular_velocities, plain.angular_velocities, rtol=0, atol=0.5)
+
+
+def test_full_law_lean_pass_has_the_bits_of_the_general_one(rng):
+    """A scene without cohesion or law tables steps with the lean instance of the full law's fused pass
+    (the law compiled without those switches and inlined); the general instance gives the same bits on
+    it, on one block and on three. A scene with cohesion takes the general instance."""
+    from engine.backends.cpu_fused import full_law_pass
+
+    n = 2500
+    positions = rng.uniform([-0.3, -1.0, -0.3], [0.3, -0.6, 0.3], (n, 3))
+    kwargs = dict(velocities=rng.normal(0.0, 0.5, (n, 3)), gravity=(0.0, -9.81, 0.0), lo=(-0.3, -1.0, -0.3),
+                  hi=(0.3, 1.0, 0.3), friction=0.5, rolling_friction=0.2, stiffness=2.0e3, dt=1e-4)
+    radius = rng.uniform(0.006, 0.009, n)
+    setup = scene(positions, radius, **kwargs)
+    sticky = scene(positions, radius, cohesion=2.0e3, **kwargs)
+    assert BackendCpu(setup.model).full_pass is full_law_pass(lean=True)
+    assert BackendCpu(sticky.model).full_pass is full_law_pass(lean=False)
+    for blocks in (1, 3):
+        lean, lean_state, _ = _run(setup, 150, fused_blocks=blocks)
+        general, general_state, _ = _run(setup, 150, fused_blocks=blocks, full_pass=full_law_pass(lean=False))
+        assert len(lean.contact_pairs()) > 50
+        for name in ("positions", "velocities", "angular_velocities", "orientations"):
+            assert np.array_equal(getattr(lean_state, name), getattr(general_state, name)), name
+        for key in ("pair_i", "pair_spring", "pair_rolling", "wall_spring", "acceleration"):
+            assert np.array_equal(lean.get_contact_history()[key], general.get_contact_history()[key]), key
+
+
+def test_prepare_primes_verlet_with_the_same_bits(rng):
+    """``prepare`` computes velocity Verlet's first accelerations (the set-up LAMMPS times outside its
+    loop): the steps after it report no set-up and give the bits of steps without it, whose first step
+    reports the priming as set-up, not as integration."""
+    n = 1500
+    positions = rng.uniform([-0.3, -1.0, -0.3], [0.3, -0.6, 0.3], (n, 3))
+    setup = scene(positions, rng.uniform(0.006, 0.009, n), velocities=rng.normal(0.0, 0.5, (n, 3)),
+                  gravity=(0.0, -9.81, 0.0), lo=(-0.3, -1.0, -0.3), hi=(0.3, 1.0, 0.3), friction=0.5,
+                  rolling_friction=0.2, stiffness=2.0e3, dt=1e-4)
+    plain, plain_state, plain_timings = _run(setup, 60)
+    assert plain.full and not plain.euler
+    assert plain_timings.setup_s > 0
+    prepared = BackendCpu(setup.model)
+    prepared.set_state(setup.state)
+    prepared.prepare()
+    assert prepared.primed
+    timings = prepared.step(60)
+    assert timings.setup_s == 0
+    state = prepared.get_state()
+    for name in ("positions", "velocities", "angular_velocities", "orientations"):
+        assert np.array_equal(getattr(state, name), getattr(plain_state, name)), name

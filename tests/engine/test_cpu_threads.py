@@ -36,6 +36,23 @@ def test_one_busy_core_makes_it_step_on_one_thread():
     assert total < 1.05 * 2000 * 5.6e-3
 
 
+def test_the_first_steps_set_up_does_not_decide_the_count():
+    """The first step after ``set_state`` may carry one-off set-up (velocity Verlet's first force pass,
+    reported as ``setup_s``): on a quiet machine where it made that step cost 7 one-thread steps, the
+    choice still keeps every thread."""
+    used = []
+
+    def step_on(threads: int, count: int) -> StepTimings:
+        timings = StepTimings(fused_s=count * (20e-3 if threads == 1 else 10.5e-3), steps=count)
+        if not used:
+            timings.setup_s = 140e-3
+        used.extend([threads] * count)
+        return timings
+
+    step_choosing_threads(ThreadCountChooser(2), step_on, 400)
+    assert used[2:6] == [2, 2, 2, 2] and used.count(1) <= 0.02 * len(used), used[:10]
+
+
 def test_a_noisy_single_thread_does_not_trigger_tries():
     """Under load the one-thread steps jitter (other processes preempt them too): that is no reason to
     try all threads again before the wait is over."""
