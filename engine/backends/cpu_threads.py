@@ -27,13 +27,17 @@ did when the choice was made (within ``LOAD_CHANGE`` cores) the other count is t
 ``PROBE_AFTER_MAX_S``, and at once when it reads changed, so a quiet machine or a steady load spends
 no step on tries. A try stops as soon as it can no longer win (its cost per step so far is above what
 it needs to be chosen, with ``GIVE_UP_SLACK`` for one noisy step), so trying a losing count costs about
-one step.
+one step. What is not the step's own cost is left out of every comparison: neighbour-list builds, the
+first step's set-up (``StepTimings.setup_s``) and any step in which numba compiled a kernel (a bake's
+first, before the disk cache has it).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Callable
+
+from numba.core import event as numba_event
 
 from .base import StepTimings
 from .cpu_load import OtherLoad
@@ -48,8 +52,10 @@ CHUNK_STEPS = 4
 CHUNK_S = 0.03
 #: All threads must be this much cheaper than one to be chosen (noise must not flip the choice), and
 #: one thread is chosen back when it costs at most ``PREFER_ONE`` more than all (``1 - HYSTERESIS``
-#: against ``1 + PREFER_ONE``: a band in between, so the choice does not flap).
-HYSTERESIS = 0.1
+#: against ``1 + PREFER_ONE``: a band in between, so the choice does not flap). With a core kept busy,
+#: two threads on the 100k pile measured 0.95–0.97× one thread on average but now and then a stretch
+#: 10–20% cheaper (0.1 let those switch; run 6 in docs/benchmarks.md); a quiet machine's are ~45% cheaper.
+HYSTERESIS = 0.25
 PREFER_ONE = 0.05
 #: A try is given up once its mean cost per step exceeds the cost that would win by this factor.
 GIVE_UP_SLACK = 1.25
@@ -149,8 +155,8 @@ class ThreadCountChooser:
         return int(CHUNK_S / max(self.cost[self.current], 1e-9))
 
     def record(self, threads: int, steps: int, seconds: float, *, is_try: bool) -> None:
-        """Account ``steps`` steps run on ``threads`` threads in ``seconds`` (stepping time only)."""
-        self.steps_by_count[threads] = self.steps_by_count.get(threads, 0) + steps
+        """Account ``steps`` steps run on ``threads`` threads in ``seconds`` (stepping time only; the
+        caller counts them in ``steps_by_count``, measured or not)."""
         per_step = seconds / max(steps, 1)
         self._since_check_s += seconds
         if not is_try:
@@ -203,15 +209,41 @@ def step_choosing_threads(chooser: ThreadCountChooser, step_on: Callable[[int, i
     done = 0
     while done < count:
         threads, steps, is_try = chooser.plan(count - done)
-        spent, ran = 0.0, 0
+        spent, ran, measured = 0.0, 0, 0
         while ran < steps:  # a try one step at a time, so a losing count is left early
+            compiled = COMPILATIONS.count
             part = step_on(threads, 1 if is_try else steps)
             timings.add(part)
             ran += part.steps
+            chooser.steps_by_count[threads] = chooser.steps_by_count.get(threads, 0) + part.steps
+            if COMPILATIONS.count != compiled:
+                continue  # numba compiled a kernel in it (no disk cache yet): a one-off, not compared
             # Builds come at irregular steps, and the first step's setup once: neither is compared.
             spent += part.total_s - part.build_s - part.setup_s
-            if is_try and chooser.give_up_try(threads, ran, spent):
+            measured += part.steps
+            if is_try and chooser.give_up_try(threads, measured, spent):
                 break
-        chooser.record(threads, ran, spent, is_try=is_try)
+        if measured:
+            chooser.record(threads, measured, spent, is_try=is_try)
         done += ran
     return timings
+
+
+class _CompilationCount(numba_event.Listener):
+    """Counts numba's compilations in this process (``numba:compile`` events: a kernel's first call
+    where the disk cache has none for it). The first step of a new thread count can compile kernels
+    that only several threads run (the fused pass's crossing entries), which takes seconds: a choice
+    made on that step would keep one thread for the longest wait."""
+
+    def __init__(self):
+        self.count = 0
+
+    def on_start(self, event) -> None:
+        pass
+
+    def on_end(self, event) -> None:
+        self.count += 1
+
+
+COMPILATIONS = _CompilationCount()
+numba_event.register("numba:compile", COMPILATIONS)

@@ -53,6 +53,32 @@ def test_the_first_steps_set_up_does_not_decide_the_count():
     assert used[2:6] == [2, 2, 2, 2] and used.count(1) <= 0.02 * len(used), used[:10]
 
 
+def test_a_step_that_compiles_does_not_decide_the_count():
+    """A step in which numba compiled a kernel (its first call, no disk cache yet: seconds) is not
+    compared: on a quiet machine whose first step on all threads compiled, the choice keeps every
+    thread."""
+    used = []
+
+    def step_on(threads: int, count: int) -> StepTimings:
+        seconds = count * (20e-3 if threads == 1 else 10.5e-3)
+        if not used:  # a real compilation, as of a kernel only several threads run
+
+            @numba.njit(cache=False)
+            def first_call(x):
+                return x + 1.0
+
+            first_call(1.0)
+            seconds += 3.0
+        used.extend([threads] * count)
+        return StepTimings(fused_s=seconds, steps=count)
+
+    chooser = ThreadCountChooser(2)
+    step_choosing_threads(chooser, step_on, 400)
+    # the compiling step, one measured on all threads, one tried on one thread, then all threads
+    assert used[:3] == [2, 2, 1] and used[3:7] == [2, 2, 2, 2] and used.count(1) <= 0.02 * len(used), used[:10]
+    assert sum(chooser.steps_by_count.values()) == 400
+
+
 def test_a_noisy_single_thread_does_not_trigger_tries():
     """Under load the one-thread steps jitter (other processes preempt them too): that is no reason to
     try all threads again before the wait is over."""
