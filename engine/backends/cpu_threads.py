@@ -16,9 +16,11 @@ for long. With a busy core the short spin still makes all threads clearly slower
 lets the measurement below tell them apart (sleeping at once left the two within a few per cent, and
 the choice stayed on all threads while one was as fast).
 
-Policy: start by timing one step on all threads and a few on a single thread; then run on the cheaper
-count (one thread unless all are ``HYSTERESIS`` cheaper: a count that is not faster only takes a core
-from the artist's other programs), trying the other after ``PROBE_AFTER_S`` seconds of stepping,
+Policy: start by timing a few steps on one thread, then try all threads for a few (a try on a losing
+count stops after its first step); then run on the cheaper count (one thread unless all are
+``HYSTERESIS`` cheaper: a count that is not faster only takes a core from the artist's other programs;
+with a core kept busy, a single step on all threads can be as cheap as a quiet machine's by luck, so the
+first choice weighs several, and one thread's steps are the steady reference), trying the other after ``PROBE_AFTER_S`` seconds of stepping,
 doubling that wait (up to ``PROBE_AFTER_MAX_S``) each time the try confirms the choice, resetting it
 when the choice changes, and trying at once when the smoothed cost per step on all threads rises by
 ``CHANGE`` (a load came). Where the load other processes put on our cores can be read
@@ -102,7 +104,7 @@ class ThreadCountChooser:
     _try_steps: int = PROBE_STEPS
 
     def __post_init__(self):
-        self.current = self.most
+        self.current = 1  # all threads are tried at once (plan), and must win over several steps
 
     @property
     def other(self) -> int:
@@ -113,7 +115,7 @@ class ThreadCountChooser:
         if self.most <= 1:
             return 1, remaining, False
         if self.current not in self.cost:
-            return self.current, 1, False
+            return self.current, min(PROBE_STEPS, remaining), False
         if self.other not in self.cost or self._try_due():
             if self._forced:  # the load changed unread: the next reading is the one this try decides for
                 self._forced, self._load_at_choice = False, None

@@ -211,7 +211,7 @@ def test_the_probe_times_the_thread_count_the_load_it_sees_makes_the_bake_choose
     of the other, nor swayed by a compiling warm-up step."""
     runner = _ChoosingRunner(cost)
     warmup, per_step, chooser = _time_steps(runner, None, PROBE_STEPS, PROBE_SECONDS, clock=lambda: runner.now)
-    assert warmup == pytest.approx(30.0 + cost[2]) and per_step == pytest.approx(seconds) and chooser.current == threads
+    assert warmup == pytest.approx(30.0 + cost[1]) and per_step == pytest.approx(seconds) and chooser.current == threads
     estimate = BakeEstimate(particle_count=10**5, dt=1e-4, stiffness=1e3, steps_per_frame=100, expected_overlap=0.01,
                             impact_speed=1.0, seconds_per_step=per_step, frames=4, warmup_seconds=warmup,
                             backend="cpu", threads=chooser.current, threads_allowed=chooser.most)
