@@ -16,22 +16,22 @@ for long. With a busy core the short spin still makes all threads clearly slower
 lets the measurement below tell them apart (sleeping at once left the two within a few per cent, and
 the choice stayed on all threads while one was as fast).
 
-Policy: start by timing a few steps on one thread, then try all threads for a few (a try on a losing
-count stops after its first step); then run on the cheaper count (one thread unless all are
-``HYSTERESIS`` cheaper: a count that is not faster only takes a core from the artist's other programs;
-with a core kept busy, a single step on all threads can be as cheap as a quiet machine's by luck, so the
-first choice weighs several, and one thread's steps are the steady reference), trying the other after ``PROBE_AFTER_S`` seconds of stepping,
-doubling that wait (up to ``PROBE_AFTER_MAX_S``) each time the try confirms the choice, resetting it
-when the choice changes, and trying at once when the smoothed cost per step on all threads rises by
-``CHANGE`` (a load came). Where the load other processes put on our cores can be read
-(engine.backends.cpu_load), it is read every ``PROBE_AFTER_S`` of stepping instead: while it reads as it
-did when the choice was made (within ``LOAD_CHANGE`` cores) the other count is tried only every
-``PROBE_AFTER_MAX_S``, and at once when it reads changed, so a quiet machine or a steady load spends
-no step on tries. A try stops as soon as it can no longer win (its cost per step so far is above what
-it needs to be chosen, with ``GIVE_UP_SLACK`` for one noisy step), so trying a losing count costs about
-one step. What is not the step's own cost is left out of every comparison: neighbour-list builds, the
-first step's set-up (``StepTimings.setup_s``) and any step in which numba compiled a kernel (a bake's
-first, before the disk cache has it).
+Policy: start by timing a few steps on one thread, then try all threads for a few (a try on a losing count
+stops after its first step); then run on the cheaper count (one thread unless all are ``HYSTERESIS``
+cheaper: a count that is not faster only takes a core from the artist's other programs; with a core kept
+busy, a single step on all threads can be as cheap as a quiet machine's by luck, so the first choice weighs
+several, and one thread's steps are the steady reference), trying the other after ``PROBE_AFTER_S`` seconds
+of stepping, doubling that wait (up to ``PROBE_AFTER_MAX_S``) each time the try confirms the choice,
+resetting it when the choice changes, and trying at once when the smoothed cost per step on all threads
+rises by ``CHANGE`` (a load came). Where the load other processes put on our cores can be read
+(engine.backends.cpu_load), it is read every ``PROBE_AFTER_S`` of stepping instead: while it reads as it did
+when the choice was made (within ``LOAD_CHANGE`` cores) the other count is tried only every
+``PROBE_AFTER_MAX_S``, and at once when it reads changed, so a quiet machine or a steady load spends no step
+on tries. A try stops as soon as it can no longer win (its cost per step so far is above what it needs to be
+chosen, with ``GIVE_UP_SLACK`` for one noisy step), so trying a losing count costs about one step. What is
+not the step's own cost is left out of every comparison: neighbour-list builds, the first step's set-up
+(``StepTimings.setup_s``), the first step on each count (kernels loaded, threads woken) and any step in
+which numba compiled a kernel (a bake's first, before the disk cache has it).
 """
 
 from __future__ import annotations
@@ -213,13 +213,17 @@ def step_choosing_threads(chooser: ThreadCountChooser, step_on: Callable[[int, i
         threads, steps, is_try = chooser.plan(count - done)
         spent, ran, measured = 0.0, 0, 0
         while ran < steps:  # a try one step at a time, so a losing count is left early
+            first_on_count = threads not in chooser.steps_by_count
             compiled = COMPILATIONS.count
-            part = step_on(threads, 1 if is_try else steps)
+            part = step_on(threads, 1 if is_try or first_on_count else steps - ran)
             timings.add(part)
             ran += part.steps
             chooser.steps_by_count[threads] = chooser.steps_by_count.get(threads, 0) + part.steps
-            if COMPILATIONS.count != compiled:
-                continue  # numba compiled a kernel in it (no disk cache yet): a one-off, not compared
+            if first_on_count or COMPILATIONS.count != compiled:
+                # One-offs, not compared: the first step on a count (the kernels only several threads run
+                # are loaded from the disk cache, the threads woken, their caches filled) and any step
+                # in which numba compiled a kernel (no disk cache yet).
+                continue
             # Builds come at irregular steps, and the first step's setup once: neither is compared.
             spent += part.total_s - part.build_s - part.setup_s
             measured += part.steps

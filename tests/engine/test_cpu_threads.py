@@ -50,7 +50,7 @@ def test_the_first_steps_set_up_does_not_decide_the_count():
         return timings
 
     step_choosing_threads(ThreadCountChooser(2), step_on, 400)
-    assert used[:4] == [1, 1, 1, 2] and used.count(2) <= 4, used[:10]
+    assert used[:5] == [1, 1, 1, 2, 2] and used.count(2) <= 5, used[:10]  # the first try: 2 steps
 
 
 def test_a_step_that_compiles_does_not_decide_the_count():
@@ -77,6 +77,23 @@ def test_a_step_that_compiles_does_not_decide_the_count():
     # three steps on one thread, the try on all (its compiling step not counted), then all threads
     assert used[:3] == [1, 1, 1] and used[3:9] == [2] * 6 and used.count(1) <= 3 + 0.02 * len(used), used[:12]
     assert sum(chooser.steps_by_count.values()) == 400
+
+
+def test_the_first_step_on_a_count_does_not_decide_it():
+    """The first step on all threads loads the kernels only several threads run from the disk cache and
+    wakes the threads (seen: a paper-model bake on a quiet machine kept one thread after a try whose
+    first step cost that): it is not compared, so all threads win their first try."""
+    used = []
+
+    def step_on(threads: int, count: int) -> StepTimings:
+        seconds = count * (20e-3 if threads == 1 else 10.5e-3)
+        if threads == 2 and 2 not in used:
+            seconds += 0.2
+        used.extend([threads] * count)
+        return StepTimings(fused_s=seconds, steps=count)
+
+    step_choosing_threads(ThreadCountChooser(2), step_on, 400)
+    assert used[:3] == [1, 1, 1] and used[3:9] == [2] * 6 and used.count(1) <= 3 + 0.02 * len(used), used[:12]
 
 
 def test_a_noisy_single_thread_does_not_trigger_tries():
@@ -125,7 +142,7 @@ def test_a_losing_try_is_given_up_after_one_step():
     assert quiet.count(1) == 3 + tries, "the first 3 steps, then one step per try on one thread"
     busy = _drive(ThreadCountChooser(2), lambda t, s: 11.3e-3 if t == 1 else 19.6e-3, 2000)
     tries = sum(1 for a, b in zip(busy, busy[1:]) if a == 1 and b == 2)
-    assert busy.count(2) == tries, "one step per try"
+    assert busy.count(2) == 1 + tries, "one step per try, and the first step on all threads (not compared)"
 
 
 def test_one_thread_allowed_means_no_tries():
@@ -199,7 +216,7 @@ def test_a_steady_load_spends_no_step_on_tries(faster_alone):
         (lambda t, s: 11.3e-3 if t == 1 else 19.6e-3)
     chooser = ThreadCountChooser(2, load=_Load(0.8 if faster_alone else 0.0))
     used = _drive(chooser, cost, 600)
-    assert used[:4] == [1, 1, 1, 2] and used.count(1 if not faster_alone else 2) == (3 if not faster_alone else 1)
+    assert used[:4] == [1, 1, 1, 2] and used.count(1 if not faster_alone else 2) == (3 if not faster_alone else 2)
     assert chooser.skipped >= 3
 
 
@@ -216,7 +233,7 @@ def test_a_load_read_to_change_is_tried_and_followed():
     chooser = ThreadCountChooser(2, load=load)
     used = _drive(chooser, cost, 4000)
     busy_tries = used[2:2000].count(2)
-    assert busy_tries <= 2, "only at the longest wait (8 s of stepping: once in 11 s)"
+    assert busy_tries <= 3, "the first try (two steps), then only at the longest wait (8 s of stepping)"
     assert used[2000 + int(1.0 / 5.6e-3):].count(1) <= 20, "back on two threads within the next waits"
 
 
