@@ -151,6 +151,8 @@ class BackendCpu(FullLawSteps, Backend):
         #: False steps on numba's thread count as set (tests of a given count, fixed-count benchmarks).
         self.adaptive_threads = True
         self.threads: ThreadCountChooser | None = None
+        # Made now, so that the thread choice's first reading spans the set-up before the first step.
+        self.other_load = OtherLoad()
         self._blocks_key = None  # the build the block plans were made for
         self._block_plans: dict = {}
         self._reset_slots()
@@ -406,7 +408,7 @@ class BackendCpu(FullLawSteps, Backend):
             if not self.adaptive_threads:
                 return self._step(count)
             if self.threads is None or self.threads.most != threads:
-                self.threads = ThreadCountChooser(threads, load=OtherLoad())
+                self.threads = ThreadCountChooser(threads, load=self.other_load)
             return self._step_choosing_threads(count)
         finally:
             numba.set_num_threads(threads)

@@ -17,7 +17,8 @@ lets the measurement below tell them apart (sleeping at once left the two within
 the choice stayed on all threads while one was as fast).
 
 Policy: start by timing a few steps on one thread, then try all threads for a few (a try on a losing count
-stops after its first step); then run on the cheaper count (one thread unless all are ``HYSTERESIS``
+stops after its first step; where the other processes' load, read before the start, shows a busy core, that
+first try waits as later ones do); then run on the cheaper count (one thread unless all are ``HYSTERESIS``
 cheaper: a count that is not faster only takes a core from the artist's other programs; with a core kept
 busy, a single step on all threads can be as cheap as a quiet machine's by luck, so the first choice weighs
 several, and one thread's steps are the steady reference), trying the other after ``PROBE_AFTER_S`` seconds
@@ -56,8 +57,9 @@ CHUNK_S = 0.03
 #: one thread is chosen back when it costs at most ``PREFER_ONE`` more than all (``1 - HYSTERESIS``
 #: against ``1 + PREFER_ONE``: a band in between, so the choice does not flap). With a core kept busy,
 #: two threads on the 100k pile measured 0.95–0.97× one thread on average but now and then a stretch
-#: 10–20% cheaper (0.1 let those switch; run 6 in docs/benchmarks.md); a quiet machine's are ~45% cheaper.
-HYSTERESIS = 0.25
+#: 10–20% cheaper (0.1 let those switch); a quiet machine's cost 0.53–0.7× one thread's (the freefall's
+#: short steps the most), which 0.25 sometimes refused (docs/benchmarks.md, threads run 6).
+HYSTERESIS = 0.15
 PREFER_ONE = 0.05
 #: A try is given up once its mean cost per step exceeds the cost that would win by this factor.
 GIVE_UP_SLACK = 1.25
@@ -69,6 +71,9 @@ SMOOTHING = 0.3
 #: Change of the other processes' load [cores] that makes a due try worth its step (a busy core
 #: reads as 0.7–1; a quiet machine as 0–0.1).
 LOAD_CHANGE = 0.3
+#: The other processes' load [cores] read before the first choice at which all threads are not tried
+#: at the start (each try on a busy core costs a step several times one thread's).
+BUSY_AT_START = 0.5
 
 
 @dataclass
@@ -102,6 +107,8 @@ class ThreadCountChooser:
     _reference: float = 0.0  # cost per step of the count in use when it was last chosen or confirmed
     _smoothed: float = 0.0
     _try_steps: int = PROBE_STEPS
+    _started: bool = False  # the first plan has read the load
+    _deferred: bool = False  # a busy core read at the start: the first try waits as a later one would
 
     def __post_init__(self):
         self.current = 1  # all threads are tried at once (plan), and must win over several steps
@@ -114,14 +121,28 @@ class ThreadCountChooser:
         """(threads, steps, is_try) for the next stretch of at most ``remaining`` steps."""
         if self.most <= 1:
             return 1, remaining, False
+        if not self._started:
+            self._read_load_at_start()
         if self.current not in self.cost:
             return self.current, min(PROBE_STEPS, remaining), False
-        if self.other not in self.cost or self._try_due():
+        if (self.other not in self.cost and not self._deferred) or self._try_due():
             if self._forced:  # the load changed unread: the next reading is the one this try decides for
                 self._forced, self._load_at_choice = False, None
             self._try_steps = min(max(PROBE_STEPS, self._stretch_steps()), remaining)
             return self.other, self._try_steps, True
         return self.current, min(max(CHUNK_STEPS, self._stretch_steps()), remaining), False
+
+    def _read_load_at_start(self) -> None:
+        """Read the other processes' load before the first choice (over the time since ``load`` was made:
+        the backend makes it with itself, so the reading spans the bake's set-up). At ``BUSY_AT_START``
+        cores or more, all threads would wait on that core: the first try waits as a later one would
+        (the longest wait, or at once when the load reads changed)."""
+        self._started = True
+        now = self.load.sample() if self.load is not None else None
+        if now is None:
+            return
+        self._load_at_choice, self._load_read = now, True
+        self._deferred = now >= BUSY_AT_START
 
     def _try_due(self) -> bool:
         """Whether to try the other count now: the cost on all threads rose, the load read changed, or

@@ -216,7 +216,10 @@ def test_a_steady_load_spends_no_step_on_tries(faster_alone):
         (lambda t, s: 11.3e-3 if t == 1 else 19.6e-3)
     chooser = ThreadCountChooser(2, load=_Load(0.8 if faster_alone else 0.0))
     used = _drive(chooser, cost, 600)
-    assert used[:4] == [1, 1, 1, 2] and used.count(1 if not faster_alone else 2) == (3 if not faster_alone else 2)
+    if faster_alone:  # the busy core read at the start: no try before the longest wait (8 s; this is 6.8 s)
+        assert used == [1] * 600
+    else:
+        assert used[:4] == [1, 1, 1, 2] and used.count(1) == 3
     assert chooser.skipped >= 3
 
 
