@@ -36,7 +36,7 @@ from . import cpu_kernels as k
 from .cpu_fused import block_reach, crossing_forces, full_law_pass, fused_step, split_blocks
 from .cpu_full_steps import FullLawSteps
 from .cpu_neighbors import NeighborListCpu
-from .cpu_load import OtherLoad
+from .cpu_load import PROCESS_LOAD
 from .cpu_threads import ThreadCountChooser, step_choosing_threads
 from .prepared_physics import prepare_physics
 from .base import Backend, StepTimings
@@ -151,8 +151,6 @@ class BackendCpu(FullLawSteps, Backend):
         #: False steps on numba's thread count as set (tests of a given count, fixed-count benchmarks).
         self.adaptive_threads = True
         self.threads: ThreadCountChooser | None = None
-        # Made now, so that the thread choice's first reading spans the set-up before the first step.
-        self.other_load = OtherLoad()
         self._blocks_key = None  # the build the block plans were made for
         self._block_plans: dict = {}
         self._reset_slots()
@@ -408,7 +406,7 @@ class BackendCpu(FullLawSteps, Backend):
             if not self.adaptive_threads:
                 return self._step(count)
             if self.threads is None or self.threads.most != threads:
-                self.threads = ThreadCountChooser(threads, load=self.other_load)
+                self.threads = ThreadCountChooser(threads, load=PROCESS_LOAD)
             return self._step_choosing_threads(count)
         finally:
             numba.set_num_threads(threads)

@@ -87,3 +87,9 @@ class OtherLoad:
         self._last = now
         self._value = max(busy - ours, 0.0) / wall
         return self._value
+
+
+#: This process's reader, made when the engine's CPU backend is imported and shared by its backends:
+#: the thread choice's first reading then spans what the process did before its first step (imports,
+#: compiling, the scene's set-up; a benchmark's warm-up), long enough to see a busy core at once.
+PROCESS_LOAD = OtherLoad()

@@ -133,8 +133,9 @@ class ThreadCountChooser:
         return self.current, min(max(CHUNK_STEPS, self._stretch_steps()), remaining), False
 
     def _read_load_at_start(self) -> None:
-        """Read the other processes' load before the first choice (over the time since ``load`` was made:
-        the backend makes it with itself, so the reading spans the bake's set-up). At ``BUSY_AT_START``
+        """Read the other processes' load before the first choice (over the time since ``load`` was last
+        read: the backend's is ``cpu_load.PROCESS_LOAD``, so the first reading spans what the process did
+        before). At ``BUSY_AT_START``
         cores or more, all threads would wait on that core: the first try waits as a later one would
         (the longest wait, or at once when the load reads changed)."""
         self._started = True
