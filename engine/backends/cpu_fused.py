@@ -222,7 +222,9 @@ def full_law_pass(*, lean: bool):
     switches: ``lean`` where no pair of materials has cohesion and the law tables have no rows (no
     Hertz–Mindlin, Mochi's friction cap), the list entries then take ``pair_full_lean`` (the law without
     those switches, inlined), otherwise ``pair_full_of`` (every setting). Same bits where both are valid.
-    (``lean`` is a closure constant: numba keeps the branch it selects and caches each instance.)
+    (``lean`` is a closure constant: numba keeps the branch it selects and caches each instance. Both
+    kernels write the two calls out: one inlined helper taking ``lean`` as an argument types both laws
+    and cost about 4 s more of compiling on a cold cache.)
     """
 
     @njit(parallel=True, **KERNEL_OPTIONS)
