@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The device run, one command on a lent GPU machine (repository root; see benchmarks/device/README.md):
-#   run(command="bash benchmarks/device/run.sh", carry=[".whl", ".gl", "out"], timeout_s=600)
+#   bash benchmarks/device/run.sh      (with the ignored folders .whl, .gl and out copied beside it;
+#                                       it fits in 10 minutes; results land in $OUT)
 # 1. installs the carried cp312 wheels in .whl/ (pyoptix-contrib built for OptiX 9.0, slangpy and taichi
 #    shrunk by benchmarks/device/pack_wheels.py, dill, plyfile, tqdm, trimesh, msgspec, tomli-w) into
 #    /tmp/site, and the Vulkan loader from .gl/ where the image has none;
