@@ -9,7 +9,8 @@ traceback. Every sentence is printed with its control characters escaped.
 
 A Ctrl-C that lands inside a callback from C (numba compiling through llvmlite calls back into Python
 through ctypes) is printed as "Exception ignored" and dropped, and the command would go on as if it had
-never come; ``_interrupts_not_dropped`` delivers it again, so that it reaches the guard.
+never come; ``_interrupts_not_dropped`` delivers it again, so that it reaches the guard. What fails
+after such an interrupt (the work it cut short) counts as the interrupt.
 """
 
 from __future__ import annotations
@@ -76,20 +77,26 @@ def _interrupts_not_dropped():
     """
     previous = sys.unraisablehook
     main_thread = threading.main_thread().ident
+    dropped = threading.Event()  # an interrupt was dropped: what fails after it failed because of it
+    timers = []
 
     def hook(unraisable):
         if issubclass(unraisable.exc_type, KeyboardInterrupt):
+            dropped.set()
             again = threading.Timer(0.05, signal.pthread_kill, (main_thread, signal.SIGINT))
             again.daemon = True
+            timers.append(again)
             again.start()
             return
         previous(unraisable)
 
     sys.unraisablehook = hook
     try:
-        yield
+        yield dropped
     finally:
         sys.unraisablehook = previous
+        for timer in timers:  # the command has ended: no interrupt is left to deliver
+            timer.cancel()
 
 
 def _interrupted() -> int:
@@ -109,11 +116,11 @@ def _caused_by_interrupt(exc: BaseException) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    with _interrupts_not_dropped():
-        return _guarded_main(argv)
+    with _interrupts_not_dropped() as dropped:
+        return _guarded_main(argv, dropped)
 
 
-def _guarded_main(argv: list[str] | None) -> int:
+def _guarded_main(argv: list[str] | None, dropped: threading.Event) -> int:
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
@@ -136,6 +143,13 @@ def _guarded_main(argv: list[str] | None) -> int:
              "needs (check its counts, sizes and --particles).")
     except OSError as exc:
         _say(_os_sentence(exc))
+    except Exception:
+        # An interrupt dropped inside C code can make the work it cut short fail in its own way before it
+        # is delivered again (seen in CI: numba saving to its cache a compilation the interrupt stopped,
+        # "no compiled object yet"): an interrupt all the same. Without one, it is a bug: raised.
+        if not dropped.is_set():
+            raise
+        return _interrupted()
     return EXIT_ERROR
 
 
