@@ -58,7 +58,8 @@ CHUNK_S = 0.03
 #: against ``1 + PREFER_ONE``: a band in between, so the choice does not flap). With a core kept busy,
 #: two threads on the 100k pile measured 0.95–0.97× one thread on average but now and then a stretch
 #: 10–20% cheaper (0.1 let those switch); a quiet machine's cost 0.53–0.7× one thread's (the freefall's
-#: short steps the most), which 0.25 sometimes refused (docs/benchmarks.md, threads run 6).
+#: short steps the most), which 0.25 sometimes refused (bench_threads trial runs of 2026-11-27, not kept;
+#: the kept runs with 0.15 are in docs/benchmarks.md, "Points 4 and 5 met").
 HYSTERESIS = 0.15
 PREFER_ONE = 0.05
 #: A try is given up once its mean cost per step exceeds the cost that would win by this factor.
@@ -135,9 +136,8 @@ class ThreadCountChooser:
     def _read_load_at_start(self) -> None:
         """Read the other processes' load before the first choice (over the time since ``load`` was last
         read: the backend's is ``cpu_load.PROCESS_LOAD``, so the first reading spans what the process did
-        before). At ``BUSY_AT_START``
-        cores or more, all threads would wait on that core: the first try waits as a later one would
-        (the longest wait, or at once when the load reads changed)."""
+        before). At ``BUSY_AT_START`` cores or more, all threads would wait on that core: the first try
+        waits as a later one would (the longest wait, or at once when the load reads changed)."""
         self._started = True
         now = self.load.sample() if self.load is not None else None
         if now is None:
