@@ -6,6 +6,8 @@ ui/          Physics-tab panels, preset menu, status-bar progress
 snapshot.py  Blender → frozen settings (settings.py) in the main thread; colliders.py captures colliders per frame
 bake_job.py  the worker thread (no bpy); bake_monitor.py follows it from the main thread
 bake_state.py where the bake stands (idle, baked, out of date) for the bake panel
+bake_owner.py which folder a scene bakes into and whose bake a folder holds; playback_owner.py keeps
+             each scene's playback on its own bake (Save As, copied scenes, reopening)
 playback.py  geometry-nodes playback of a cache and pack previews; render_check.py stops a render
              whose cache frame is missing
 cli.py       `blender -b scene.blend -c mochi bake|render-preview`; headless.py does the same from the bpy module
@@ -16,9 +18,9 @@ draw function, the file-load handlers and the command-line command.
 
 import bpy
 
-from . import bake_state, operators, preferences, properties, render_check, ui
+from . import bake_state, operators, playback_owner, preferences, properties, render_check, ui
 
-MODULES = (preferences, properties, operators, ui, render_check, bake_state)
+MODULES = (preferences, properties, operators, ui, render_check, bake_state, playback_owner)
 
 _cli_handle = None
 
@@ -35,14 +37,12 @@ def _stop_bake_before_load(*_args):
 
 @bpy.app.handlers.persistent
 def _show_domains_after_load(*_args):
-    """Files made before domains were drawn as wire boxes: draw theirs so too, and keep them out of renders;
-    files made before the per-file cache folder keep their bake in //mochi_cache."""
+    """Files made before domains were drawn as wire boxes: draw theirs so too, and keep them out of renders
+    (the bakes' folders and playbacks are followed by ``playback_owner``)."""
     from .quick_setup import show_all_domains
-    from .snapshot import keep_legacy_cache
 
     for scene in bpy.data.scenes:
         show_all_domains(scene)
-        keep_legacy_cache(scene)
 
 
 def register():

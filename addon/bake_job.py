@@ -4,6 +4,10 @@ The main thread builds a ``BakeJob`` from a ``BakeSettings`` snapshot (or from n
 folder when resuming) and starts it; the worker packs the sources, assembles the engine scene and runs
 ``engine.bake.bake``. The two threads share only the engine's ``BakeProgress``, a plain object the
 main thread polls from a timer (see ``addon.bake_monitor``).
+
+Esc reaches every phase of the worker within a fraction of a second: the packing through its
+``engine.packing.PackProgress`` (between chunks of ~0.1 s), the measurement of the bake's cost through
+``estimate_bake``'s ``should_stop`` (between chunks of 4 steps), the stepping through ``BakeProgress``.
 """
 
 from __future__ import annotations
@@ -42,6 +46,14 @@ class BakeJob:
             None: it never waits (scripts, the command line).
         progress: The engine's progress object, shared with the main thread.
         rt_device: Device kind for rt or auto, or None: the first with ray tracing.
+        pack_progress: The packing of the sources (``engine.packing.PackProgress``) while it runs,
+            else None.
+        phase: What the worker does before its first step: 'packing', 'measuring', 'stepping'.
+        measured: The estimate measured after Pack for this very scene (``addon.pre_bake_estimate``),
+            taken over instead of measuring again, or None.
+        below_window: Run below the priority of Blender's window (``addon.worker_priority``): a bake
+            started from a window; not in a background Blender (a farm, a script), where nothing waits
+            for the CPU and a lower priority would only yield it to other programs.
     """
 
     folder: Path
@@ -53,6 +65,10 @@ class BakeJob:
     confirm_above: float | None = None
     progress: object = None
     rt_device: str | None = None
+    pack_progress: object = None
+    phase: str = "packing"
+    measured: object = None
+    below_window: bool = False
     _go: threading.Event = field(default_factory=threading.Event, repr=False)
     thread: threading.Thread | None = field(default=None, repr=False)
 
@@ -71,7 +87,20 @@ class BakeJob:
         return int(match.group(1)) if match else 0
 
     def request_cancel(self) -> None:
+        """Stop the worker at its next chunk, whatever it does (any thread)."""
         self.progress.request_cancel()
+        if self.pack_progress is not None:
+            self.pack_progress.request_cancel()
+
+    def starting_line(self) -> str:
+        """What the worker does before its first step, for the status bar: the packing's stage, the
+        measurement, the first steps."""
+        pack = self.pack_progress
+        if self.phase == "packing" and pack is not None and (pack.stage or pack.chunks):
+            return f"packing the sources: {pack.line()}"
+        if self.phase == "measuring":
+            return "timing a few steps (the first bake after an install also compiles, ~45 s)"
+        return "starting (the first bake after an install compiles ~45 s)"
 
     def confirm(self) -> None:
         """Let a bake that waits for a confirmation go on."""
@@ -85,8 +114,12 @@ class BakeJob:
         """
         from ..engine.estimate import estimate_bake
 
+        self.phase = "measuring"
         self.progress.message = "Timing a few steps (the first bake after an install also compiles, ~45 s)"
-        estimate = estimate_bake(setup, frames=self.frames, backend=self.backend, rt_device=self.rt_device)
+        estimate = self.measured
+        if estimate is None or getattr(estimate, "frames", None) != self.frames - 1:
+            estimate = estimate_bake(setup, frames=self.frames, backend=self.backend, rt_device=self.rt_device,
+                                     should_stop=lambda: self.progress.cancel_requested)
         self.progress.estimate = estimate
         if self.confirm_above is None or estimate.bake_seconds <= self.confirm_above:
             return True
@@ -109,20 +142,35 @@ class BakeJob:
 
     def _run(self) -> None:
         from ..engine.bake import bake
-        from ..engine.errors import MochiError
+        from ..engine.errors import BakeCancelled, MochiError
+        from ..engine.packing.progress import PackCancelled, PackProgress
+        from .preload import wait_for_preload
         from .settings import setup_from_settings
+        from .worker_priority import lower_worker_priority
 
+        if self.below_window:  # the window first: its redraws must not queue behind the bake's threads
+            lower_worker_priority()
         try:
             if self.resume:
                 bake(None, self.folder, frames=self.frames, backend=self.backend, resume=True,
                      progress=self.progress, info=self.info, inputs=self.inputs, rt_device=self.rt_device)
             else:
                 self.progress.message = "Packing the particle sources"
-                setup = setup_from_settings(self.settings)
+                if not wait_for_preload(lambda: self.progress.cancel_requested):  # the first start's kernels
+                    raise PackCancelled()
+                self.pack_progress = PackProgress()
+                if self.progress.cancel_requested:  # Esc before the packing began
+                    self.pack_progress.request_cancel()
+                setup = setup_from_settings(self.settings, progress=self.pack_progress)
+                self.pack_progress = None
                 if not self._estimate_and_wait(setup):
                     return
+                self.phase = "stepping"
                 bake(setup, self.folder, frames=self.frames, backend=self.backend,
                      progress=self.progress, info=self.info, inputs=self.inputs, rt_device=self.rt_device)
+        except (PackCancelled, BakeCancelled):  # Esc before the first step: nothing was written
+            self.progress.cancelled = True
+            self.progress.message = "Cancelled before baking."
         except MochiError as exc:
             self.progress.error = str(exc)
         except Exception as exc:  # a bug: keep the traceback on the console, tell the user one line
@@ -139,13 +187,17 @@ def current_job() -> BakeJob | None:
 
 def start_job(folder: Path, *, frames: int, backend: str, settings: BakeSettings | None,
               info: dict | None = None, inputs: dict | None = None, confirm_above: float | None = None,
-              frames_on_disk: int = 0, rt_device: str | None = None) -> BakeJob:
+              frames_on_disk: int = 0, rt_device: str | None = None, estimate=None,
+              below_window: bool = False) -> BakeJob:
     """Start a bake in a worker thread.
 
     Args:
         frames_on_disk: Complete frames the cache already holds (a resume): the progress starts there,
             so that nothing drawn before the worker has read the cache shows the bake back at frame 0.
         rt_device: Device kind for rt or auto, or None.
+        estimate: The measurement of this scene made after Pack (``engine.estimate.BakeEstimate``), taken
+            over instead of measuring again; None measures.
+        below_window: Run the worker below the window's priority (``BakeJob.below_window``).
 
     Raises:
         MochiError: a bake is already running.
@@ -160,7 +212,7 @@ def start_job(folder: Path, *, frames: int, backend: str, settings: BakeSettings
             raise MochiError("A Mochi bake is already running; cancel it or wait for it to finish.")
         job = BakeJob(folder=Path(folder), frames=frames, backend=backend, settings=settings,
                       info=dict(info or {}), inputs=inputs, confirm_above=confirm_above, progress=BakeProgress(),
-                      rt_device=rt_device)
+                      rt_device=rt_device, measured=estimate, below_window=below_window)
         job.progress.frames_total = frames
         if frames_on_disk > 0:
             job.progress.frames_done = frames_on_disk

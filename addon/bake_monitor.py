@@ -74,8 +74,9 @@ class BakeMonitor:
         if p.error:
             return BakeOutcome("ERROR", p.error, frames)
         if p.cancelled:
-            return BakeOutcome("WARNING", f"Bake cancelled; frames 1–{frames} are complete and can be resumed.",
-                               frames, cancelled=True)
+            said = ("Bake cancelled before its first frame: nothing baked yet." if frames < 1 else
+                    f"Bake cancelled after {frames} frame{'s' if frames != 1 else ''}; Resume goes on from there.")
+            return BakeOutcome("WARNING", said, frames, cancelled=True)
         if not playback.playback_supported():
             return BakeOutcome("WARNING", f"Baked {frames} frames to '{self.job.folder}'; playing them back "
                                "needs Blender 4.5 or newer.", frames)
@@ -118,15 +119,19 @@ def start_bake(context, *, resume: bool, frames: int | None = None, backend: str
 
     if bake_job.current_job() is not None:
         raise MochiError("A Mochi bake is already running; cancel it or wait for it to finish.")
-    from .pre_bake_estimate import stop_measurement
+    from .pre_bake_estimate import measured_estimate, stop_measurement
 
-    stop_measurement()  # the bake measures again; the two would share the CPU
     scene = context.scene
     total = frames if frames is not None else scene.mochi.frame_count()
-    if not resume:
-        # The scene's own problems first (no source, no domain...), then the folder's: in the order a
-        # user fixes them, rather than "save the file first" for a scene that could not bake anyway.
-        settings = scene_blender_to_settings(context, frame_count=total)
+    measured = None
+    try:
+        if not resume:
+            # The scene's own problems first (no source, no domain...), then the folder's: in the order a
+            # user fixes them, rather than "save the file first" for a scene that could not bake anyway.
+            settings = scene_blender_to_settings(context, frame_count=total)
+            measured = measured_estimate(settings)  # the panel's figure, for exactly this scene
+    finally:
+        stop_measurement()  # one still running would share the CPU with the bake, which measures itself
     folder = cache_folder(scene)
     check_writable(folder)
     manifest = read_manifest(folder) if folder.is_dir() else None
@@ -151,7 +156,8 @@ def start_bake(context, *, resume: bool, frames: int | None = None, backend: str
     info.update(bake_timing_info(manifest if resume else None, total))
     job = bake_job.start_job(folder, frames=total, backend=backend_name(scene, backend), settings=settings,
                              info=info, inputs=inputs, confirm_above=confirm_above,
-                             frames_on_disk=completed if resume else 0, rt_device=rt_device)
+                             frames_on_disk=completed if resume else 0, rt_device=rt_device, estimate=measured,
+                             below_window=not bpy.app.background)
     start = scene.mochi.frame_start
     if resume and manifest.get("frame_start_scene") is not None:
         start = int(manifest["frame_start_scene"])

@@ -158,7 +158,7 @@ def _compute(context) -> BakeState:
     from ..engine.cache import read_manifest
     from ..engine.errors import MochiError
     from .bake_job import current_job
-    from .snapshot import cache_folder, check_bake_owner
+    from .bake_owner import cache_folder, check_bake_owner
 
     scene = context.scene
     if current_job() is not None:
@@ -180,7 +180,7 @@ def _compute(context) -> BakeState:
     summary = dict(folder=folder, frames=frames, frames_total=total, grains=int(manifest.get("particle_count", 0)),
                    size_bytes=folder_size(folder), seconds=manifest_seconds(manifest))
     try:
-        check_bake_owner(folder, manifest)
+        check_bake_owner(folder, manifest, scene)
     except MochiError as exc:
         return BakeState("FOREIGN", reason=str(exc), **summary)
     return BakeState("BAKED", changed=changes_since_bake(context, manifest),
@@ -191,7 +191,7 @@ def bake_state(context) -> BakeState:
     """The scene's bake state, computed again only when the scene, the manifest or the frame changed."""
     global _cached
     from .bake_job import current_job
-    from .snapshot import cache_directory_setting
+    from .bake_owner import cache_directory_setting
 
     scene = context.scene
     raw = cache_directory_setting(scene)
@@ -200,7 +200,8 @@ def bake_state(context) -> BakeState:
         mtime = (folder / "manifest.json").stat().st_mtime_ns if folder is not None else None
     except OSError:
         mtime = None
-    key = (scene.name, bpy.data.filepath, raw, mtime, _revision, scene.frame_current, current_job() is None)
+    key = (scene.name, scene.mochi.bake_token, bpy.data.filepath, raw, mtime, _revision, scene.frame_current,
+           current_job() is None)
     if _cached is None or _cached[0] != key:
         try:
             state = _compute(context)

@@ -43,6 +43,8 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     preview.add_argument("--samples", type=int, default=16, help="Cycles samples per pixel.")
     preview.add_argument("--resolution", type=int, nargs=2, default=(640, 480), metavar=("W", "H"),
                          help="Image size in pixels.")
+    preview.add_argument("--overwrite", action="store_true",
+                         help="Replace an existing PNG that Mochi cannot prove it wrote.")
     return parser
 
 
@@ -50,6 +52,7 @@ def bake_open_file(*, frames: int | None, resume: bool, backend: str | None, out
                    save: bool = True, rt_device: str | None = None) -> int:
     """Bake the scene of the open .blend; 0 on success, 1 when cancelled (Ctrl+C)."""
     from .bake_monitor import run_blocking, start_bake
+    from .playback_owner import prepare_bake
     from .snapshot import backend_name
 
     check_rt_device(backend_name(bpy.context.scene, backend), rt_device)
@@ -65,6 +68,7 @@ def bake_open_file(*, frames: int | None, resume: bool, backend: str | None, out
         bpy.context.scene.mochi.cache_directory = (str(folder) if folder.is_absolute()
                                                    else bpy.path.relpath(str(folder.resolve())))
 
+    prepare_bake(bpy.context.scene)
     monitor = start_bake(bpy.context, resume=resume, frames=frames, backend=backend, rt_device=rt_device)
     outcome = run_blocking(monitor, log=lambda line: print(line, flush=True))
     if save and bpy.data.filepath and outcome.frames_written > 0:
@@ -75,11 +79,13 @@ def bake_open_file(*, frames: int | None, resume: bool, backend: str | None, out
     return 1 if outcome.cancelled else 0
 
 
-def render_preview(cache: str, *, frame: int, out: str, samples: int, resolution: tuple[int, int]) -> int:
+def render_preview(cache: str, *, frame: int, out: str, samples: int, resolution: tuple[int, int],
+                   overwrite: bool = False) -> int:
     """Render cache frame ``frame`` of ``cache`` into the PNG ``out`` in a fresh empty scene."""
     from .preview_render import render_cache_frame
 
-    path = render_cache_frame(Path(cache), frame=frame, out=Path(out), samples=samples, resolution=resolution)
+    path = render_cache_frame(Path(cache), frame=frame, out=Path(out), samples=samples, resolution=resolution,
+                              overwrite=overwrite)
     print(f"mochi: wrote {path}", flush=True)
     return 0
 
@@ -88,9 +94,7 @@ def export_preset(out: str, *, name: str | None, overwrite: bool) -> int:
     """Save the open scene as the preset ``out`` (see ``addon.preset_export``)."""
     from .operators.presets import save_scene_preset
 
-    path = Path(out)
-    if path.exists() and not overwrite:
-        raise MochiError(f"'{path}' already exists; choose another file or add --overwrite.")
+    path = Path(out)  # engine.preset_writer refuses files Mochi cannot prove it wrote, unless overwrite
     written = save_scene_preset(bpy.context, path, name=name or path.stem, overwrite=overwrite)
     print(f"mochi: wrote the preset {written}", flush=True)
     return 0
@@ -109,7 +113,7 @@ def run(argv: list[str], *, prog: str = "mochi") -> int:
         if args.command == "preset-export":
             return export_preset(args.out, name=args.name, overwrite=args.overwrite)
         return render_preview(args.cache, frame=args.frame, out=args.out, samples=args.samples,
-                              resolution=tuple(args.resolution))
+                              resolution=tuple(args.resolution), overwrite=args.overwrite)
     except MochiError as exc:
         print(f"mochi: error: {exc}", file=sys.stderr, flush=True)
         return 2

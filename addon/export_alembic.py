@@ -7,7 +7,9 @@ Vertices, so every grain becomes a vertex of an edge- and face-less mesh. What t
 holds per frame: vertex positions (the grain centres) and ``.velocities`` (from the ``velocity``
 attribute). What it does not hold: radii, ids, object ids and materials; Blender's Alembic writer
 exports no generic attributes. USD (engine.export.usd) carries all of them. The temporary object and
-node group are removed afterwards, so the .blend is left as it was.
+node group are removed afterwards, so the .blend is left as it was. The exporter writes a temporary file
+that is then renamed over the .abc, and only over an .abc Mochi can prove it wrote
+(``engine.output_files``), unless ``overwrite``.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ def _points_to_vertices_group() -> bpy.types.NodeTree:
 
 
 def export_playback_alembic(context, playback_object: bpy.types.Object, filepath: str | Path, *,
-                            frame_start: int, frame_end: int) -> Path:
+                            frame_start: int, frame_end: int, overwrite: bool = False,
+                            overwrite_hint: str = "tick Overwrite") -> Path:
     """Write scene frames ``frame_start``..``frame_end`` of ``playback_object`` to an Alembic file.
 
     Args:
@@ -43,13 +46,17 @@ def export_playback_alembic(context, playback_object: bpy.types.Object, filepath
         filepath: Destination .abc.
         frame_start: First scene frame to write.
         frame_end: Last scene frame to write (≥ frame_start).
+        overwrite: Replace an existing file (or link) at ``filepath`` that Mochi cannot prove it wrote.
+        overwrite_hint: How a refusal says to allow that ('add --overwrite' on the command line).
 
     Returns:
         The absolute path written.
 
     Raises:
-        MochiError: no playback object, a bad frame range, or Blender writing nothing.
+        MochiError: no playback object, a bad frame range, a file at ``filepath`` that is not Mochi's
+            (before anything is exported), or Blender writing nothing.
     """
+    from ..engine.output_files import plan_outputs
     from . import compat
 
     if not compat.has_alembic_exporter():
@@ -59,9 +66,17 @@ def export_playback_alembic(context, playback_object: bpy.types.Object, filepath
         raise MochiError("There is no Mochi playback object in this scene; bake or load a cache first.")
     if frame_end < frame_start:
         raise MochiError(f"The last frame ({frame_end}) is before the first ({frame_start}).")
-    path = Path(bpy.path.abspath(str(filepath))).resolve()
+    path = Path(bpy.path.abspath(str(filepath))).absolute()  # a link is replaced, never written through
     if path.suffix.lower() != ".abc":
         raise MochiError(f"'{path}' must end in .abc.")
+    plan = plan_outputs([path], overwrite=overwrite, hint=overwrite_hint)
+
+    def export(tmp: Path) -> None:
+        result = bpy.ops.wm.alembic_export(filepath=str(tmp), start=frame_start, end=frame_end,
+                                           selected=True, evaluation_mode="RENDER")
+        if result != {"FINISHED"} or tmp.stat().st_size == 0:
+            raise MochiError(f"Blender's Alembic exporter did not write '{path}'.")
+
     view_layer = context.view_layer
     selected = [obj for obj in context.selected_objects]
     active = view_layer.objects.active
@@ -76,9 +91,7 @@ def export_playback_alembic(context, playback_object: bpy.types.Object, filepath
             obj.select_set(False)
         export_object.select_set(True)
         view_layer.objects.active = export_object
-        path.parent.mkdir(parents=True, exist_ok=True)
-        result = bpy.ops.wm.alembic_export(filepath=str(path), start=frame_start, end=frame_end,
-                                           selected=True, evaluation_mode="RENDER")
+        path = plan.write_file(path, export)
     except OSError as exc:
         raise MochiError(f"Cannot write '{path}': {exc.strerror or exc}.") from None
     finally:
@@ -88,6 +101,4 @@ def export_playback_alembic(context, playback_object: bpy.types.Object, filepath
             if obj.name in view_layer.objects:
                 obj.select_set(True)
         view_layer.objects.active = active
-    if result != {"FINISHED"} or not path.is_file():
-        raise MochiError(f"Blender's Alembic exporter did not write '{path}'.")
     return path

@@ -1,6 +1,6 @@
 """``mochi export CACHE --abc OUT.abc`` in a plain Python with the bpy module (no Blender executable).
 
-    python <repo>/addon/export_alembic_cli.py CACHE_DIR OUT.abc
+    python <repo>/addon/export_alembic_cli.py CACHE_DIR OUT.abc [--overwrite]
 
 Loads the extension as addon/headless.py does, makes an empty scene with a playback object for the
 cache (turned to Z up as in Blender when the cache is Y up), and writes its frames with Blender's
@@ -17,8 +17,9 @@ def main(argv: list[str]) -> int:
     here = Path(__file__).resolve().parent
     # Running this file puts addon/ first on sys.path; its folders must not shadow top-level modules.
     sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != here]
-    if len(argv) != 2:
-        print("usage: export_alembic_cli.py CACHE_DIR OUT.abc", file=sys.stderr)
+    overwrite = argv[2:] == ["--overwrite"]
+    if len(argv) - overwrite != 2:
+        print("usage: export_alembic_cli.py CACHE_DIR OUT.abc [--overwrite]", file=sys.stderr)
         return 2
     sys.path.insert(0, str(here))
     import headless  # addon/headless.py: loads the repository root as the package 'mochi'
@@ -47,7 +48,8 @@ def main(argv: list[str]) -> int:
         obj = playback.ensure_playback_object(scene, str(cache.resolve()), start_frame=first,
                                               last_frame=int(manifest["frames_completed"]),
                                               up_axis=str(manifest.get("up_axis", "Y")))
-        path = export_playback_alembic(bpy.context, obj, out, frame_start=first, frame_end=last)
+        path = export_playback_alembic(bpy.context, obj, out, frame_start=first, frame_end=last,
+                                       overwrite=overwrite, overwrite_hint="add --overwrite")
         print(f"Exported frames {first}–{last} of '{cache}' to '{path}' (grain centres and velocities).")
         return 0
     except MochiError as exc:

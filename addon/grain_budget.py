@@ -4,7 +4,8 @@ whether Pack or Bake asks first.
 Everything here reads the meshes' volumes (``addon.operators.pack.estimated_sphere_count``) and the
 scene's settings; nothing packs, so the check takes milliseconds even for a scale that would give
 millions of grains. The memory per grain comes from the engine's own arrays (``engine.budget``); the
-time is a count-based figure (``engine.budget.rough_bake_seconds``) over the steps per frame the scene
+time is a count-based figure (``engine.estimate.work_seconds``: the grain-steps at the cost per grain-step
+the last measurement in this session found, or one measured in Blender's window) over the steps per frame the scene
 fixes, or that 'auto' will choose for these grain sizes and the fall to the domain's floor
 (``engine.timestep.steps_per_frame_before_packing``). Bake measures the real time before it steps.
 """
@@ -50,12 +51,13 @@ class GrainForecast:
 
     @property
     def rough_seconds(self) -> float | None:
-        """A count-based bake time on the CPU [s], or None when the steps per frame are unknown."""
-        from ..engine.budget import rough_bake_seconds
+        """A count-based bake time on the CPU [s] (``engine.estimate.work_seconds``), or None when the steps
+        per frame are unknown."""
+        from ..engine.estimate import work_seconds
 
         if self.steps_per_frame is None:
             return None
-        return rough_bake_seconds(self.particle_count, self.steps_per_frame * max(self.frames, 0))
+        return work_seconds(self.particle_count, self.steps_per_frame * max(self.frames, 0))
 
 
 def scene_steps_per_frame(scene, sources=()) -> tuple[int | None, bool]:
@@ -182,10 +184,14 @@ def time_sentence(forecast: GrainForecast) -> str:
     seconds = forecast.rough_seconds
     if seconds is None:
         return "the bake time is measured when you press Bake"
+    from ..engine.estimate import grain_step_seconds
+
     about = "about " if forecast.steps_automatic else ""
     roughly = "" if seconds < 1 else "roughly "
+    basis = "this session's last measurement" if grain_step_seconds()[1] else "a typical pile"
     return (f"a bake of {forecast.frames:,} frames at {about}{forecast.steps_per_frame:,} steps each takes "
-            f"{roughly}{format_duration(seconds)} on a CPU")
+            f"{roughly}{format_duration(seconds)} on a CPU (from the grain count at {basis}'s speed; "
+            "measured after Pack)")
 
 
 def named(counts) -> str:

@@ -17,14 +17,28 @@ from dataclasses import dataclass, field
 STATUS_CHARS = 120
 
 
-def pip_install_command(requirement: str, target: str, *, python: str | None = None) -> list[str]:
-    """The command installing ``requirement`` (e.g. 'slangpy==0.43.1') into the folder ``target``.
+def pip_install_command(requirements: str | list[str], target: str, *, python: str | None = None,
+                        no_deps: bool = False) -> list[str]:
+    """The command installing ``requirements`` (e.g. 'slangpy==0.43.1') into the folder ``target``.
 
     Args:
         python: The interpreter (default: this one; inside Blender 2.91+, Blender's own Python).
+        no_deps: Install exactly ``requirements``, none of their dependencies (which Blender may have
+            already: a numpy in the extension's folder would shadow Blender's own).
     """
+    names = [requirements] if isinstance(requirements, str) else list(requirements)
     return [python or sys.executable, "-m", "pip", "install", "--upgrade", "--no-input", "--disable-pip-version-check",
-            "--target", target, requirement]
+            *(["--no-deps"] if no_deps else []), "--target", target, *names]
+
+
+def missing_pip_sentence(what: str, *, python: str | None = None) -> str | None:
+    """The one thing to do when the interpreter has no pip to install ``what`` with, or None when it has."""
+    from importlib.util import find_spec
+
+    if find_spec("pip") is not None:
+        return None
+    return (f"Blender's Python has no pip to install {what} with: run \"{python or sys.executable}\" -m ensurepip "
+            "once in a terminal, then click the install button again.")
 
 
 @dataclass(eq=False)

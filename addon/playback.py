@@ -426,7 +426,14 @@ def _colour_by_object(tree, bsdf) -> None:
 
 
 def mochi_collection(scene: bpy.types.Scene) -> bpy.types.Collection:
+    """The collection of Mochi's objects in ``scene``: 'Mochi', or 'Mochi <scene>' where 'Mochi' is shared
+    with another scene (a Linked Copy), whose objects would otherwise show there too."""
     collection = bpy.data.collections.get(COLLECTION_NAME)
+    if collection is not None and any(collection in other.collection.children_recursive
+                                      for other in bpy.data.scenes if other != scene):
+        collection = bpy.data.collections.get(f"{COLLECTION_NAME} {scene.name}")
+        if collection is None:
+            collection = bpy.data.collections.new(f"{COLLECTION_NAME} {scene.name}")
     if collection is None:
         collection = bpy.data.collections.new(COLLECTION_NAME)
     if collection.name not in scene.collection.children:
@@ -481,17 +488,21 @@ def ensure_playback_object(scene: bpy.types.Scene, folder: str, *, start_frame: 
         last_frame: Newest complete cache frame (later scene frames hold it).
         up_axis: 'Z' for Blender bakes; 'Y' for engine presets (the object is turned to Z up).
     """
-    obj = scene.mochi.playback_object
+    from .playback_owner import mark_chosen_folder, owned_playback_object, stamp
+
+    obj = owned_playback_object(scene)  # never another scene's (a Linked Copy shares its objects)
     if obj is None or obj.name not in scene.objects:
         obj = bpy.data.objects.new(name, bpy.data.meshes.new(name))
         mochi_collection(scene).objects.link(obj)
         scene.mochi.playback_object = obj
+    stamp(obj, scene)
     modifier = obj.modifiers.get(MODIFIER_NAME)
     if modifier is None:
         modifier = obj.modifiers.new(MODIFIER_NAME, "NODES")
     if modifier.node_group is None or INPUT_DISPLAY not in modifier.node_group.interface.items_tree:
         modifier.node_group = _playback_group()
     compat.modifier_input_set(modifier, INPUT_FOLDER, folder_for_node(folder))
+    mark_chosen_folder(scene, obj, folder_for_node(folder))
     compat.modifier_input_set(modifier, INPUT_START, int(start_frame))
     compat.modifier_input_set(modifier, INPUT_LAST, max(1, int(last_frame)))
     if compat.modifier_input_get(modifier, INPUT_MATERIAL) is None:
@@ -546,6 +557,9 @@ def show_packing(scene: bpy.types.Scene, source: bpy.types.Object, positions: np
     mochi_collection(scene).objects.link(preview)
     preview.hide_select = True
     preview.hide_render = True  # a viewport preview; the bake is what renders
+    # Packed in world space where the source stands now; parented so that it moves, turns and scales with it.
+    preview.parent = source
+    preview.matrix_parent_inverse = source.matrix_world.inverted()
     modifier = preview.modifiers.new("Mochi Points", "NODES")
     modifier.node_group = _group(POINTS_GROUP, build_points_group)
     compat.modifier_input_set(modifier, INPUT_MATERIAL, preview_material())

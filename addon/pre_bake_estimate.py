@@ -4,8 +4,9 @@ After Pack has shown its previews, a worker thread packs the whole scene as Bake
 its steps (``engine.estimate.estimate_bake``: the figures Bake itself measures first, and refines while
 it runs). The Bake panel shows them while the scene is as it was measured (the same fingerprint the
 out-of-date check compares, and the same frame count); otherwise it shows the rough count-based time of
-``addon.grain_budget``, saying that Pack measures it. Bake stops a measurement still running (they would
-share the CPU; Bake measures again anyway). No bpy in the worker: it gets the snapshot
+``addon.grain_budget``, saying that Pack measures it. Bake takes a finished measurement of the same scene
+over (``measured_estimate``: Pack's sentence, the panel and Bake then show one estimate, which the running
+bake refines), and stops one still running (they would share the CPU; Bake then measures itself). No bpy in the worker: it gets the snapshot
 (``addon.snapshot.scene_blender_to_settings``) taken in the main thread.
 """
 
@@ -29,6 +30,7 @@ class Measurement:
         estimate: The ``engine.estimate.BakeEstimate``, once measured.
         error: Why it could not be measured (one sentence), or None.
         finished: The worker has stopped; cancel_requested: its result is not wanted any more.
+        below_window: Measure below the priority of Blender's window (``addon.worker_priority``).
     """
 
     inputs: dict
@@ -37,13 +39,17 @@ class Measurement:
     error: str | None = None
     finished: bool = False
     cancel_requested: bool = False
+    below_window: bool = False
     thread: threading.Thread | None = field(default=None, repr=False)
 
     def run(self, settings: BakeSettings) -> None:
         from ..engine.errors import MochiError
         from ..engine.estimate import estimate_bake
         from .settings import setup_from_settings
+        from .worker_priority import lower_worker_priority
 
+        if self.below_window:  # the window first, as for a bake (addon/worker_priority.py)
+            lower_worker_priority()
         try:
             setup = setup_from_settings(settings)
             if not self.cancel_requested:
@@ -84,7 +90,8 @@ def start_measurement(context) -> Measurement | None:
         settings = scene_blender_to_settings(context, with_cache_folder=False)
     except MochiError:
         return None
-    measurement = Measurement(inputs=compared_inputs(settings), frames=settings.simulation.frame_count)
+    measurement = Measurement(inputs=compared_inputs(settings), frames=settings.simulation.frame_count,
+                              below_window=not bpy.app.background)
     measurement.thread = threading.Thread(target=measurement.run, args=(settings,), name="mochi-estimate",
                                           daemon=True)
     _current = measurement
@@ -92,6 +99,17 @@ def start_measurement(context) -> Measurement | None:
     if not bpy.app.background:  # no window to redraw otherwise (and bpy 4.5 hangs at exit on a timer left)
         bpy.app.timers.register(_redraw_when_done(measurement), first_interval=0.5)
     return measurement
+
+
+def measured_estimate(settings: BakeSettings):
+    """The finished measurement of exactly this scene and frame count (``engine.estimate.BakeEstimate``),
+    or None: Bake takes it over instead of measuring again, so that it shows the figure the panel showed."""
+    measurement = _current
+    if measurement is None or not measurement.finished or measurement.estimate is None:
+        return None
+    if measurement.frames != settings.simulation.frame_count or compared_inputs(settings) != measurement.inputs:
+        return None
+    return measurement.estimate
 
 
 def stop_measurement() -> None:

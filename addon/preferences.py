@@ -18,7 +18,7 @@ import bpy
 from ..engine.backends.rt_device import SLANGPY_DOWNLOAD_MB
 from .grain_budget import DEFAULT_CONFIRM_GRAINS
 from .modal_timer import PollingModal
-from .package_install import PackageInstall, pip_install_command
+from .package_install import PackageInstall, missing_pip_sentence, pip_install_command
 
 #: Packages each optional backend needs (pip names).
 GPU_PACKAGES = {"cuda": ("cupy-cuda12x",), "optix": ("cupy-cuda12x", "pyoptix-contrib")}
@@ -44,11 +44,18 @@ def install_command(backend: str) -> str:
     return f'"{sys.executable}" -m pip install --target "{target}" ' + " ".join(GPU_PACKAGES[backend])
 
 
+#: slangpy's own dependencies (module → pip name), installed only where Blender lacks them. numpy is not
+#: among them: Blender ships it, and a second numpy in the extension's folder would shadow Blender's.
+SLANGPY_DEPENDENCIES = {"typing_extensions": "typing_extensions"}
+
+
 def slangpy_install_command(target: str) -> list[str]:
-    """The command installing the tested slangpy (pyproject.toml's ``rt`` extra) into ``target``."""
+    """The command installing the tested slangpy (pyproject.toml's ``rt`` extra) into ``target``: slangpy
+    and the dependencies Blender's Python lacks, nothing else (``--no-deps``: never numpy)."""
     from ..engine.backends.rt_device import SLANGPY_REQUIREMENT
 
-    return pip_install_command(SLANGPY_REQUIREMENT, target)
+    missing = [pip for module, pip in SLANGPY_DEPENDENCIES.items() if importlib.util.find_spec(module) is None]
+    return pip_install_command([SLANGPY_REQUIREMENT, *missing], target, no_deps=True)
 
 
 def slangpy_label() -> str:
@@ -111,7 +118,12 @@ class MOCHI_OT_install_slangpy(PollingModal, bpy.types.Operator):
         folder = extra_site_packages()
         if folder is None:
             self.report({"ERROR"}, "Mochi has no extension user folder to install slangpy into (it is not installed "
-                        "as an extension); install it with: pip install 'mochi-dem[rt]'.")
+                        "as an extension): install Mochi from its .zip with Edit › Preferences › Get Extensions › "
+                        "Install from Disk.")
+            return {"CANCELLED"}
+        no_pip = missing_pip_sentence(slangpy_label())
+        if no_pip is not None:
+            self.report({"ERROR"}, no_pip)
             return {"CANCELLED"}
         _install = PackageInstall(slangpy_install_command(folder), slangpy_label()).start()
         if context.window is None:  # background Blender: nothing to keep drawing, so wait
@@ -136,6 +148,7 @@ class MOCHI_OT_install_slangpy(PollingModal, bpy.types.Operator):
 
     def _finish(self, context, job: PackageInstall, folder: str):
         from ..engine.backends.select import clear_probe_cache, probe_rt
+        from .backend_probe import quiet_native_output
 
         if context.window is not None:
             _redraw(context)
@@ -145,7 +158,8 @@ class MOCHI_OT_install_slangpy(PollingModal, bpy.types.Operator):
         if folder not in sys.path:
             sys.path.append(folder)
         clear_probe_cache()  # the Backend menu and this panel look again
-        probe = probe_rt()
+        with quiet_native_output():
+            probe = probe_rt()
         if probe.available:
             self.report({"INFO"}, f"{job.what} is installed; the ray-traced backend runs on {probe.text}.")
         else:
@@ -184,8 +198,9 @@ class MochiPreferences(bpy.types.AddonPreferences):
         default=DEFAULT_CONFIRM_GRAINS, min=0, soft_max=20_000_000)
 
     def draw(self, _context):
-        from ..engine.backends.select import available_backends, unavailable_backends
+        from .backend_probe import backend_availability
 
+        probes = backend_availability()
         layout = self.layout
         layout.prop(self, "confirm_minutes", text="Ask Before Bakes Longer Than (min)")
         layout.prop(self, "confirm_grains", text="Ask Before More Grains Than")
@@ -195,9 +210,9 @@ class MochiPreferences(bpy.types.AddonPreferences):
                          icon="ERROR")
         box = layout.box()
         box.label(text="Simulation backends")
-        for name, text in available_backends().items():
+        for name, text in probes.found.items():
             box.label(text=f"{name}: {text}", icon="CHECKMARK")
-        for name, reason in unavailable_backends().items():
+        for name, reason in probes.missing.items():
             # The reason gets the box's whole width (Blender cuts a label short in its middle), the button its
             # own indented row below.
             box.label(text=f"{name}: {reason}", icon="CANCEL")

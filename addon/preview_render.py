@@ -26,16 +26,22 @@ def _grain_bounds(cache: Path, frame: int, up_axis: str) -> tuple[np.ndarray, np
 
 
 def render_cache_frame(cache: Path, *, frame: int, out: Path, samples: int = 16,
-                       resolution: tuple[int, int] = (640, 480)) -> Path:
+                       resolution: tuple[int, int] = (640, 480), overwrite: bool = False) -> Path:
     """Render cache frame ``frame`` to the PNG ``out``; returns its absolute path.
 
+    Cycles writes a temporary PNG beside ``out`` that is then renamed over it: ``out`` is replaced only
+    when Mochi can prove it wrote it (``engine.output_files``), or with ``overwrite``.
+
     Raises:
-        MochiError: no cache, a frame that is not baked, bad sizes, or Cycles missing.
+        MochiError: no cache, a frame that is not baked, bad sizes, a file at ``out`` that is not Mochi's
+            (before the scene is built), or Cycles missing.
     """
     from ..engine.atomic import check_output_file
     from ..engine.cache import read_manifest
+    from ..engine.output_files import plan_outputs
 
     out = check_output_file(out, suffix=".png")
+    plan = plan_outputs([out], overwrite=overwrite)
     cache = cache.resolve()
     manifest = read_manifest(cache)
     if manifest is None:
@@ -87,12 +93,10 @@ def render_cache_frame(cache: Path, *, frame: int, out: Path, samples: int = 16,
     render.resolution_x, render.resolution_y = resolution
     render.resolution_percentage = 100
     render.image_settings.file_format = "PNG"
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise MochiError(f"Cannot create the folder of '{out}': {exc.strerror or exc}.") from None
-    render.filepath = str(out)
-    bpy.ops.render.render(write_still=True)
-    if not out.is_file():
-        raise MochiError(f"Cycles did not write '{out}'.")
-    return out
+
+    def render_to(tmp: Path) -> None:
+        render.filepath = str(tmp)
+        bpy.ops.render.render(write_still=True)
+        if tmp.stat().st_size == 0:
+            raise MochiError(f"Cycles did not write '{out}'.")
+    return plan.write_file(out, render_to)

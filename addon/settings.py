@@ -8,6 +8,7 @@ Blender unit being one metre.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -17,9 +18,23 @@ from ..engine.settings_schema import COLLIDER, GRAIN, SOURCE, TIME, WALL, model_
 
 #: Manifest key telling playback which axis is up in a cache; Blender bakes are Z-up, engine presets Y-up.
 UP_AXIS_KEY = "up_axis"
+#: Manifest keys naming the scene's token and the cache folder as the .blend saw it (``addon.bake_owner``).
+TOKEN_KEY = "blender_scene_token"
+RELATIVE_FOLDER_KEY = "cache_folder_from_blend"
 #: Manifest entries written by the add-on (kept when a bake is resumed).
 MANIFEST_INFO_KEYS = (UP_AXIS_KEY, "blender_scene", "blend_file", "frame_start_scene", "objects", "collider_objects",
-                      "frames_total", "bake_started")
+                      "frames_total", "bake_started", TOKEN_KEY, RELATIVE_FOLDER_KEY)
+
+
+def folder_from_blend(folder: Path, blend_file: str) -> str:
+    """``folder`` as seen from the .blend's folder ('mochi_f_Scene', '../cache'), or '' when it cannot be
+    (an unsaved file, another drive)."""
+    if not blend_file:
+        return ""
+    try:
+        return Path(os.path.relpath(folder, os.path.dirname(os.path.abspath(blend_file)))).as_posix()
+    except ValueError:
+        return ""
 
 
 @dataclass(frozen=True, eq=False)
@@ -149,6 +164,7 @@ class _SimulationSettings:
         cache_folder: Absolute path of the cache folder.
         scene_name: Blender scene name (stored in the manifest).
         blend_file: Path of the .blend, or "" when unsaved (stored in the manifest).
+        scene_token: The scene's random token (``addon.bake_owner``; stored in the manifest).
         fields: Engine fields (``engine.fields.ForceField``): the panel's and the scene's force-field
             objects', as ``addon.force_fields`` translates them.
 
@@ -169,6 +185,7 @@ class _SimulationSettings:
     cache_folder: Path
     scene_name: str = ""
     blend_file: str = ""
+    scene_token: str = ""
     fields: tuple = ()
 
 
@@ -195,7 +212,7 @@ class BakeSettings:
         backend runs it (checked apart) or the keys of animated colliders (sampled over the frame range,
         which a resume may extend)."""
         sim = replace(self.simulation, frame_count=0, backend="", cache_folder=Path(), blend_file="",
-                      scene_name="")
+                      scene_name="", scene_token="")
         colliders = [replace(c, times=None, translations=None, rotations=None, key_vertices=None)
                      for c in self.colliders]
         return {"simulation": sim, "domain": self.domain, "sources": list(self.sources), "colliders": colliders}
@@ -204,12 +221,14 @@ class BakeSettings:
         """Extra manifest entries that let playback and people find their way back to the scene."""
         sim = self.simulation
         return {UP_AXIS_KEY: "Z", "blender_scene": sim.scene_name, "blend_file": sim.blend_file,
+                TOKEN_KEY: sim.scene_token, RELATIVE_FOLDER_KEY: folder_from_blend(sim.cache_folder, sim.blend_file),
                 "frame_start_scene": sim.frame_start, "objects": [s.name for s in self.sources],
                 "collider_objects": [c.name for c in self.colliders]}
 
 
-def pack_source(source: SourceSettings, *, seed: int):
-    """Pack one source mesh with spheres in world coordinates.
+def pack_source(source: SourceSettings, *, seed: int, progress=None):
+    """Pack one source mesh with spheres in world coordinates (``progress``: an
+    ``engine.packing.PackProgress`` told how far it is, that can stop it).
 
     Returns:
         engine.packing.PackResult (positions [m] (n, 3), radius [m] (n,), ...).
@@ -221,7 +240,8 @@ def pack_source(source: SourceSettings, *, seed: int):
 
     return pack_mesh(source.vertices, source.triangles, transform=source.matrix_world,
                      radius=source.radius, count=source.count, small_ratio=source.small_ratio,
-                     shell_layers=source.shell_layers, seed=seed, name=f"The object '{source.name}'")
+                     shell_layers=source.shell_layers, seed=seed, name=f"The object '{source.name}'",
+                     progress=progress)
 
 
 def collider_settings_to_engine(collider: ColliderSettings):
@@ -255,8 +275,9 @@ def colliders_from_settings(settings: BakeSettings):
     return ColliderSet(tuple(collider_settings_to_engine(c) for c in settings.colliders))
 
 
-def setup_from_settings(settings: BakeSettings):
-    """Pack every source, build the colliders and assemble the engine scene (runs in the bake worker thread).
+def setup_from_settings(settings: BakeSettings, *, progress=None):
+    """Pack every source, build the colliders and assemble the engine scene (runs in the bake worker thread;
+    ``progress``: an ``engine.packing.PackProgress`` for the packing, whose cancel stops it).
 
     Returns:
         engine.scene.SceneSetup.
@@ -273,7 +294,7 @@ def setup_from_settings(settings: BakeSettings):
     materials = []
     notes = []
     for index, source in enumerate(settings.sources):
-        packed = pack_source(source, seed=sim.seed + index)
+        packed = pack_source(source, seed=sim.seed + index, progress=progress)
         positions.append(np.asarray(packed.positions, np.float32))
         radii.append(np.asarray(packed.radius, np.float32))
         velocities.append(np.asarray(rigid_velocities(packed.positions, source.linear_velocity,

@@ -6,7 +6,6 @@ Blender data, so the result can be handed to the bake worker thread.
 
 from __future__ import annotations
 
-import os
 import tempfile
 from contextlib import contextmanager
 from dataclasses import replace
@@ -17,6 +16,8 @@ import numpy as np
 
 from ..engine.errors import MochiError
 from ..engine.settings_schema import GRAIN, SOURCE, WALL, from_blender, model_settings
+# The cache folder's rules live in bake_owner; bake_monitor reads them from here too.
+from .bake_owner import cache_directory_setting, cache_folder, check_bake_owner  # noqa: F401
 from .properties.schema import blender_values
 from .settings import BakeSettings, DomainSettings, SimulationSettings, SourceSettings
 
@@ -117,94 +118,6 @@ def _vector(values):
     return Vector(values)
 
 
-#: The default cache folder, beside the .blend and named after it, as Blender's own //blendcache_<name>:
-#: two .blend files in one folder never share a bake.
-DEFAULT_CACHE_PREFIX = "mochi_"
-
-
-def default_cache_directory() -> str:
-    """``//mochi_<blend file stem>``, or '' when the file is unsaved (it has no name to put a bake beside)."""
-    if not bpy.data.filepath:
-        return ""
-    return "//" + DEFAULT_CACHE_PREFIX + Path(bpy.data.filepath).stem
-
-
-def cache_directory_setting(scene: bpy.types.Scene) -> str:
-    """The cache folder as the scene means it: its own setting, or the per-file default when empty."""
-    return scene.mochi.cache_directory.strip() or default_cache_directory()
-
-
-def cache_folder(scene: bpy.types.Scene) -> Path:
-    """Absolute cache folder of a scene.
-
-    Raises:
-        MochiError: the folder is relative to an unsaved .blend (or is the per-file default of one).
-    """
-    raw = cache_directory_setting(scene)
-    if not raw:
-        raise MochiError("Save the .blend file first: its bake goes beside it in 'mochi_<file name>' "
-                         "(or choose a cache folder in the Mochi bake panel).")
-    if raw.startswith("//") and not bpy.data.filepath:
-        raise MochiError("The cache folder is relative to the .blend file; save the file first or "
-                         "choose an absolute folder.")
-    return Path(os.path.normpath(bpy.path.abspath(raw)))
-
-
-#: The cache folder every .blend defaulted to before the per-file default.
-LEGACY_CACHE_DIRECTORY = "//mochi_cache"
-
-
-def keep_legacy_cache(scene: bpy.types.Scene) -> bool:
-    """A file saved before the per-file default whose bake is in //mochi_cache (its manifest names this
-    file) keeps it there: the scene's empty setting becomes that folder again. True when it did."""
-    from ..engine.cache import read_manifest
-
-    if scene.mochi.cache_directory.strip() or not bpy.data.filepath:
-        return False
-    folder = Path(bpy.path.abspath(LEGACY_CACHE_DIRECTORY))
-    try:
-        manifest = read_manifest(folder) if folder.is_dir() else None
-    except MochiError:
-        return False
-    if manifest and manifest.get("blend_file") and same_file(str(manifest["blend_file"]), bpy.data.filepath):
-        scene.mochi.cache_directory = LEGACY_CACHE_DIRECTORY
-        return True
-    return False
-
-
-def same_file(a: str, b: str) -> bool:
-    """Whether two paths name the same file (as far as the names tell; the files may be gone)."""
-    return os.path.normcase(os.path.realpath(a)) == os.path.normcase(os.path.realpath(b))
-
-
-def check_bake_owner(folder: Path, manifest: dict | None) -> None:
-    """Refuse a cache folder that holds the bake of another .blend file, naming it: baking, resuming or
-    freeing it would overwrite or delete that file's grains.
-
-    Raises:
-        MochiError: the manifest names another .blend file.
-    """
-    owner = str((manifest or {}).get("blend_file") or "")
-    if owner and bpy.data.filepath and not same_file(owner, bpy.data.filepath):
-        raise MochiError(f"The cache folder '{folder}' holds the bake of '{owner}'; choose another cache "
-                         "folder for this file (an empty one gives it its own).")
-
-
-def is_outside_blend_folder(scene: bpy.types.Scene) -> bool:
-    """Whether the scene bakes into an absolute folder outside the .blend's own folder (a file opened from
-    elsewhere could then write or delete files anywhere): Bake asks first."""
-    raw = cache_directory_setting(scene)
-    if not raw or raw.startswith("//") or not bpy.data.filepath:
-        return False
-    try:
-        folder = cache_folder(scene)
-    except MochiError:
-        return False
-    home = Path(os.path.realpath(os.path.dirname(bpy.data.filepath)))
-    target = Path(os.path.realpath(folder))
-    return target != home and home not in target.parents
-
-
 def check_writable(folder: Path) -> None:
     """Raise MochiError unless files can be written in ``folder`` (or where it would be created).
 
@@ -264,7 +177,7 @@ def scene_blender_to_settings(context, *, frame_count: int | None = None,
         stiffness=None if s.use_auto_stiffness or s.contact_law == "HERTZ" else s.stiffness,
         backend=s.backend, fps=fps, frame_start=s.frame_start, frame_count=frames,
         cache_folder=cache_folder(scene) if with_cache_folder else Path(), scene_name=scene.name,
-        blend_file=bpy.data.filepath,
+        blend_file=bpy.data.filepath, scene_token=s.bake_token,
         **{m.key: from_blender(m, getattr(s, m.blender)) for m in model_settings(blender_only=True)})
     if s.use_rotating_gravity and not any(s.gravity_axis):
         raise MochiError("The rotating gravity axis is zero; give it a direction.")

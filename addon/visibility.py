@@ -67,10 +67,12 @@ def hide_sources(scene: bpy.types.Scene) -> None:
                 _hide(target, SOURCE_TAGS)
 
 
-def show_hidden_sources(scene: bpy.types.Scene) -> None:
-    """Show again, in renders and the viewport, what ``hide_sources`` hid (Delete Bake)."""
+def show_hidden_sources(scene: bpy.types.Scene, *, keep: set[str] = frozenset()) -> None:
+    """Show again, in renders and the viewport, what ``hide_sources`` hid (Delete Bake), except the objects
+    named in ``keep`` (shared with another scene whose bake still stands for them)."""
     for obj in scene.objects:
-        _show(obj, SOURCE_TAGS)
+        if obj.name not in keep:
+            _show(obj, SOURCE_TAGS)
 
 
 def hide_converted_playback(obj: bpy.types.Object) -> None:

@@ -5,14 +5,14 @@ grows with the particle count, 2 m tall):
   * freefall: grains at rest on random sites of a cubic lattice (spacing 2.2 r_max), no contacts;
   * pile: grains stacked from the floor up in each other's hollows (an fcc stack) and settled with
     Mochi (made once, cached as PLY under $MOCHI_BENCH_CACHE, default ~/.cache/mochi-bench).
-Physics in every code (benchmarks/peers/physics.py): Hooke normal force k = 5000 N/m, damping of
-restitution e = 0.5 with Mochi's γ_n = 2β sqrt(m_eff k) (LAMMPS: ``damping tsuji`` with its input
-chosen so that α = 2β, exact; LIGGGHTS: ``hooke/stiffness`` with gamman per radius-type pair, within
-``liggghts_damping_error``), no tangential force, the six box walls, gravity 9.81 m/s², dt 1e-4 s, the
-same neighbour skin (Mochi's first choice). Each code runs as one process on one thread; the runs are
-interleaved (each repeat runs every code once, in rotating order) and the best repeat is reported. A
-run also reports kinetic energy and grain–grain contact count after its last step, so the table shows
-that the codes did the same work.
+Physics in every code (LAMMPS: engine/lammps/law.py; LIGGGHTS: benchmarks/peers/physics.py): Hooke normal
+force k = 5000 N/m, damping of restitution e = 0.5 with Mochi's γ_n = 2β sqrt(m_eff k) (LAMMPS: ``damping
+tsuji`` with its input chosen so that α = 2β, exact; LIGGGHTS: ``hooke/stiffness`` with gamman per
+radius-type pair, within ``liggghts_damping_error``), no tangential force, the six box walls, gravity
+9.81 m/s², dt 1e-4 s, the same neighbour skin (Mochi's first choice). Each code runs as one process on one
+thread; the runs are interleaved (each repeat runs every code once, in rotating order) and the best repeat
+is reported. A run also reports kinetic energy and grain–grain contact count after its last step, so the
+table shows that the codes did the same work.
 
 Also measured (Mochi only): 2-thread speed-up on the pile, cost per particle-step of the freefall from
 10k to 1M particles, and the peak resident memory of a 1M-particle freefall.

@@ -40,7 +40,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.peers.data_file import write_sphere_data  # noqa: E402
+from engine.lammps.data_file import write_sphere_data  # noqa: E402
 from benchmarks.peers.runner import run_peer  # noqa: E402
 
 YOUNGS = 5.0e6      # [Pa], grains and walls

@@ -1,6 +1,6 @@
 """Issue 16 validation: Mochi's rotation, rolling resistance and integrator against LAMMPS on the same states.
 
-Each case starts Mochi and LAMMPS from one state (``benchmarks/peers/data_file.py``): ~2,500 slightly
+Each case starts Mochi and LAMMPS from one state (``engine/lammps/data_file.py``): ~2,500 slightly
 polydisperse grains on a jittered lattice with random velocities in a closed box, settled under
 gravity with the same Hooke spring, restitution damping, tangential spring, rolling spring and walls.
 The same estimator then reads both final states: packing fraction and coordination in the bed's core
@@ -40,8 +40,9 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.peers.data_file import write_sphere_data  # noqa: E402
-from benchmarks.peers.lammps_input import tsuji_input_for  # noqa: E402
+from engine.lammps.data_file import write_sphere_data  # noqa: E402
+from engine.lammps.deck import setup_lines  # noqa: E402
+from engine.lammps.law import LawLammps, hooke_coeffs  # noqa: E402
 from benchmarks.peers.runner import run_peer  # noqa: E402
 
 RADIUS = 0.0025        # mean grain radius [m] (±8 %)
@@ -68,12 +69,11 @@ def initial_state(count: int, seed: int = 1):
     return positions.astype(np.float32), radii.astype(np.float32), velocities.astype(np.float32)
 
 
-def rolling_damping(radii) -> float:
-    """Mochi's γ_r = 2β√(m_eff k_t) for the mean grain pair (LAMMPS' sds damping is one constant)."""
-    from engine.contact_law import damping_ratio
-
+def mean_pair_mass(radii) -> float:
+    """m_eff [kg] of a pair of mean grains: LAMMPS' sds rolling damping is one constant, taken there
+    (engine.lammps.law)."""
     mass = DENSITY * 4.0 / 3.0 * math.pi * float(np.mean(np.asarray(radii, np.float64) ** 3))
-    return 2.0 * damping_ratio(RESTITUTION) * math.sqrt(0.5 * mass * 2.0 / 7.0 * STIFFNESS)
+    return 0.5 * mass
 
 
 def run_mochi(positions, radii, velocities, *, friction, rolling, rotation, integrator, gravity, steps,
@@ -124,47 +124,26 @@ def total_energy(positions, radii, velocities, omega) -> float:
     return float(energy + 0.5 * STIFFNESS * walls.sum())
 
 
-def tsuji_restitution(restitution: float) -> float:
-    """The e to give ``damping tsuji`` so that α = 2β(restitution), Mochi's γ_n/√(m_eff k) (LAMMPS 2021 has
-    no ``coeff_restitution`` damping; α(e) decreases from 1.27 at 0 to 0 at 1)."""
+def granular_model(*, friction, rolling, pair_mass, restitution=RESTITUTION) -> str:
+    """LAMMPS ``pair granular`` model of Mochi's full law (engine.lammps.law): Hooke normal force damped to
+    ``restitution``, the tangential spring with friction, SDS rolling resistance at ``pair_mass`` [kg]."""
     from engine.contact_law import damping_ratio
 
-    return tsuji_input_for(2.0 * damping_ratio(restitution))
+    return hooke_coeffs(STIFFNESS, damping_ratio(restitution), friction=friction, rolling=rolling, m_eff=pair_mass)
 
 
-def granular_model(*, friction, rolling, gamma_roll, restitution=RESTITUTION) -> str:
-    """LAMMPS ``pair granular`` model of Mochi's full law: Hooke normal force damped to ``restitution``,
-    a linear tangential spring with friction, and SDS rolling resistance when ``rolling`` > 0."""
-    k_t = 2.0 / 7.0 * STIFFNESS
-    if restitution >= 1.0:
-        damping = "hooke {k} 0.0 damping velocity".format(k=STIFFNESS)
-    else:
-        damping = f"hooke {STIFFNESS} {tsuji_restitution(restitution)} damping tsuji"
-    model = f"{damping} tangential linear_history {k_t} {math.sqrt(2.0 / 7.0)} {friction}"
-    if rolling > 0:
-        model += f" rolling sds {k_t} {gamma_roll} {rolling}"
-    return model
+def granular_box_lines(model: str, *, dt: float, hi: tuple, rotation: bool, gravity=(0.0, 0.0, 0.0)) -> str:
+    """The input's common part (engine.lammps.deck): spheres read from data.txt, ``model`` between grains and
+    on the walls x, y, z = 0 … ``hi`` (a bound of None leaves that side open), the integrator, gravity."""
+    law = LawLammps(pair_coeffs={(1, 1): model}, wall_coeffs=(model,), rotation=rotation, dt=dt,
+                    gravity=tuple(gravity), lo=(0.0, 0.0, 0.0), hi=tuple(hi))
+    return setup_lines(law, data_name="data.txt", skin=0.4 * RADIUS)
 
 
-def granular_box_lines(model: str, *, dt: float, hi: tuple, rotation: bool) -> list[str]:
-    """The input's common part: spheres read from data.txt, ``model`` between grains and on the walls
-    x, y, z = 0 … ``hi`` (a bound of "NULL" leaves that side open), and the integrator."""
-    return ["units si", "atom_style sphere", "boundary f f f", "newton off", "comm_modify vel yes",
-            "atom_modify map array", "read_data data.txt", "pair_style granular", f"pair_coeff * * {model}",
-            f"neighbor {0.4 * RADIUS} bin", "neigh_modify delay 0 every 1 check yes", f"timestep {dt}",
-            f"fix xw all wall/gran granular {model} xplane 0.0 {hi[0]}",
-            f"fix yw all wall/gran granular {model} yplane 0.0 {hi[1]}",
-            f"fix zw all wall/gran granular {model} zplane 0.0 {hi[2]}",
-            f"fix integrate all {'nve/sphere' if rotation else 'nve'}"]
-
-
-def lammps_script(*, friction, rolling, gamma_roll, rotation, gravity, steps, restitution=RESTITUTION,
+def lammps_script(*, friction, rolling, pair_mass, rotation, gravity, steps, restitution=RESTITUTION,
                   energy_every=0, dt=DT) -> str:
-    model = granular_model(friction=friction, rolling=rolling, gamma_roll=gamma_roll, restitution=restitution)
-    lines = granular_box_lines(model, dt=dt, hi=(SIDE, SIDE, HEIGHT), rotation=rotation)
-    g = float(np.linalg.norm(gravity))
-    if g > 0:
-        lines.append(f"fix down all gravity {g} vector {gravity[0] / g} {gravity[1] / g} {gravity[2] / g}")
+    model = granular_model(friction=friction, rolling=rolling, pair_mass=pair_mass, restitution=restitution)
+    lines = [granular_box_lines(model, dt=dt, hi=(SIDE, SIDE, HEIGHT), rotation=rotation, gravity=gravity)]
     if energy_every:
         lines += [f"dump trajectory all custom {energy_every} traj.dump id radius x y z vx vy vz omegax omegay omegaz",
                   "dump_modify trajectory sort id format float %.12g"]
@@ -229,7 +208,7 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "physics_peers.json"))
     args = parser.parse_args(argv)
     positions, radii, velocities = initial_state(args.particles)
-    gamma_roll = rolling_damping(radii)
+    pair_mass = mean_pair_mass(radii)
     results = {"particles": args.particles, "dt": DT, "stiffness": STIFFNESS, "restitution": RESTITUTION,
                "settle_steps": SETTLE_STEPS, "command": "PYTHONPATH=. python benchmarks/physics_peers.py "
                + " ".join(argv if argv is not None else sys.argv[1:]), "cases": {}}
@@ -247,7 +226,7 @@ def main(argv=None) -> int:
                                                   integrator=integrator, **gas)
                 entry[label] = {"drift": round(energy[-1] / energy[0] - 1.0, 5), "seconds": round(seconds, 1)}
             _, _, energy, seconds = run_lammps(positions, radii, velocities * 3.0, work / name, rotation=True,
-                                               gamma_roll=gamma_roll, **gas)
+                                               pair_mass=pair_mass, **gas)
             entry["lammps"] = {"drift": round(energy[-1] / energy[0] - 1.0, 5), "seconds": round(seconds, 1)}
             entry["dt"] = gas_dt
             results["cases"][name] = entry
@@ -257,7 +236,7 @@ def main(argv=None) -> int:
                           gravity=(0.0, 0.0, -9.81), steps=SETTLE_STEPS)
             mochi_x, mochi_r, _, mochi_s = run_mochi(positions, radii, velocities,
                                                      integrator="verlet" if case["rotation"] else "euler", **common)
-            peer_x, peer_r, _, peer_s = run_lammps(positions, radii, velocities, work / name, gamma_roll=gamma_roll,
+            peer_x, peer_r, _, peer_s = run_lammps(positions, radii, velocities, work / name, pair_mass=pair_mass,
                                                    **common)
             results["cases"][name] = {"mochi": {**bed_metrics(mochi_x, mochi_r), "seconds": round(mochi_s, 1)},
                                       "lammps": {**bed_metrics(peer_x, peer_r), "seconds": round(peer_s, 1)}}

@@ -44,10 +44,10 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.peers.data_file import write_sphere_data  # noqa: E402
+from engine.lammps.data_file import write_sphere_data  # noqa: E402
 from benchmarks.peers.runner import run_peer  # noqa: E402
 from benchmarks.physics_peers import (DENSITY, DT, RADIUS, RESTITUTION, STIFFNESS,  # noqa: E402
-                                      granular_box_lines, granular_model, rolling_damping)
+                                      granular_box_lines, granular_model, mean_pair_mass)
 
 LENGTH = 0.15          # box length along x [m]; the +x side is open
 WIDTH = 0.04           # box width along y [m] (8 diameters, walls on both sides)
@@ -108,12 +108,12 @@ def _box_data(folder: Path, positions, radii, velocities, types=None, type_count
                       material_index=types, type_count=type_count)
 
 
-def lammps_script(*, rolling, gamma_roll, rotation, steps=STEPS) -> str:
-    model = granular_model(friction=FRICTION, rolling=rolling, gamma_roll=gamma_roll)
-    lines = granular_box_lines(model, dt=DT, hi=("NULL", WIDTH, HEIGHT), rotation=rotation) + [
-        "fix down all gravity 9.81 vector 0 0 -1",
-        "thermo_style custom step atoms ke", "thermo 5000", "thermo_modify norm no lost ignore",
-        f"run {steps}", "write_dump all custom final.dump id radius x y z modify sort id"]
+def lammps_script(*, rolling, pair_mass, rotation, steps=STEPS) -> str:
+    model = granular_model(friction=FRICTION, rolling=rolling, pair_mass=pair_mass)
+    lines = [granular_box_lines(model, dt=DT, hi=(None, WIDTH, HEIGHT), rotation=rotation,
+                                gravity=(0.0, 0.0, -9.81)),
+             "thermo_style custom step atoms ke", "thermo 5000", "thermo_modify norm no lost ignore",
+             f"run {steps}", "write_dump all custom final.dump id radius x y z modify sort id"]
     return "\n".join(lines) + "\n"
 
 
@@ -251,7 +251,7 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "physics_repose.json"))
     args = parser.parse_args(argv)
     positions, radii, velocities = column_state(args.particles)
-    gamma_roll = rolling_damping(radii)
+    pair_mass = mean_pair_mass(radii)
     out = Path(args.out)
     results = json.loads(out.read_text()) if out.exists() else {}
     results.update({"particles": args.particles, "dt": DT, "stiffness": STIFFNESS, "restitution": RESTITUTION,
@@ -263,7 +263,7 @@ def main(argv=None) -> int:
         if name in LAMMPS_CASES:
             case = LAMMPS_CASES[name]
             mx, mr, ms = run_mochi(positions, radii, velocities, **case)
-            px, pr, ps = run_lammps(positions, radii, velocities, work / name, gamma_roll=gamma_roll, **case)
+            px, pr, ps = run_lammps(positions, radii, velocities, work / name, pair_mass=pair_mass, **case)
             entry = {"mochi": {**pile_metrics(mx, mr), "seconds": round(ms, 1)},
                      "lammps": {**pile_metrics(px, pr), "seconds": round(ps, 1)}}
         elif name in BED_CASES:

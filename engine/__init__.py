@@ -6,7 +6,7 @@ built, so ``import engine`` works on a laptop, on a farm node and inside Blender
 Public nouns (see docs/architecture in README):
     Model      static per-particle arrays and physical settings (engine.model)
     State      time-varying positions, velocities and activity (engine.state)
-    Simulation a model, a state and a backend that steps them (engine.simulation)
+    Backend    steps a model and a state on one device (engine.backends.make_backend; engine.bake runs it)
 """
 
 import hashlib

@@ -4,33 +4,73 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 from pathlib import Path
 from typing import Callable, IO
 
 from .errors import MochiError
 
 
-def write_atomic(path: str | os.PathLike, write: Callable[[IO[bytes]], None]) -> None:
+#: Characters of the random part of a temporary name (128 bits in hex): no other program's file, and no
+#: other Mochi process's, has the same name.
+TOKEN_LENGTH = 32
+
+
+def new_token() -> str:
+    """A fresh random token for temporary names (``TOKEN_LENGTH`` hex digits)."""
+    return secrets.token_hex(TOKEN_LENGTH // 2)
+
+
+def temporary_path(path: str | os.PathLike, token: str) -> Path:
+    """The temporary beside ``path`` that a write under ``token`` uses: '.NAME.tmp-TOKEN'."""
+    path = Path(path)
+    return path.with_name(f".{path.name}.tmp-{token}")
+
+
+def write_atomic(path: str | os.PathLike, write: Callable[[IO[bytes]], None], *, token: str | None = None,
+                 replace: bool = True) -> None:
     """Call ``write(handle)`` on a temporary file beside ``path``, flush it to disk, rename it.
 
-    The temporary name starts with a dot and contains '.tmp-' so a resumed bake can sweep up what a
-    killed one left.
+    The temporary ('.NAME.tmp-TOKEN') is created by this call (``O_EXCL``: never an existing file) and
+    is the only temporary it ever removes (when the write fails). Without ``token`` a fresh random one is
+    drawn; a bake passes the token its manifest announced, so a temporary left by a killed bake is one
+    its manifest names (``engine.cache_files``).
+
+    Args:
+        path: Destination.
+        write: Writes the contents to the open binary handle.
+        token: The temporary's token (default: a fresh one).
+        replace: False refuses a destination that exists at the moment of the rename (a bake never
+            replaces a file it did not prove its own).
 
     Raises:
-        MochiError: the folder cannot be written (one sentence naming ``path``).
+        MochiError: the folder cannot be written, the temporary's name is taken, or (``replace`` False)
+            the destination exists (one sentence naming the file).
     """
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp = temporary_path(path, token or new_token())
     try:
-        with open(tmp, "wb") as handle:
+        descriptor = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    except FileExistsError:
+        raise MochiError(f"Cannot write '{path}': its temporary name '{tmp.name}' is taken by a file Mochi did not "
+                         "create now, so nothing was replaced.") from None
+    except OSError as exc:
+        raise MochiError(f"Cannot write '{path}': {exc.strerror or exc}.") from None
+    try:
+        with open(descriptor, "wb") as handle:
             write(handle)
             handle.flush()
             os.fsync(handle.fileno())
+        if not replace and os.path.lexists(path):
+            raise MochiError(f"'{path}' appeared while Mochi was writing it; it is not Mochi's, so it is not "
+                             "replaced.")
         os.replace(tmp, path)
-    except OSError as exc:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise MochiError(f"Cannot write '{path}': {exc.strerror or exc}.") from None
+            tmp.unlink()  # created above by this call: the one temporary it may remove
+        if isinstance(exc, OSError):
+            raise MochiError(f"Cannot write '{path}': {exc.strerror or exc}.") from None
+        raise
 
 
 def check_output_file(path: str | os.PathLike, *, suffix: str) -> Path:

@@ -9,6 +9,7 @@ only complete frames and ``resume`` carries on from the last one, bit-identical 
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -23,12 +24,15 @@ from .backends.base import StepTimings
 from .budget import DEFAULT_MAX_STEPS_PER_FRAME, check_memory, check_steps_per_frame
 from .cache import (HISTORY_FOLDER, MANIFEST_NAME, CacheWriter, ensure_cache_folder, frame_path, load_resume, read_history,
                     read_manifest)
-from .cache_files import check_no_foreign, owned_files, remove_owned_files
-from .cache_integrity import MANIFEST_DIGEST_KEY, check_manifest_digest
+from .cache_files import (check_no_foreign, real_folder, remove_files, remove_leftovers, remove_owned_files,
+                          survey_folder)
+from .cache_integrity import MANIFEST_DIGEST_KEY, check_manifest_digest, check_same_physics, physics_from_manifest
 from .cache_lock import CacheLock
 from .colliders.storage import FOLDER as COLLIDERS_FOLDER
+from .colliders.storage import encode_colliders
 from .contact_history import ContactHistory
-from .digest import canonical, changes, digest
+from .contact_law import largest_youngs_modulus
+from .digest import canonical, changes, digest, files_read_once
 from .errors import BakeCancelled, MochiError
 from .scene import SceneSetup
 
@@ -115,19 +119,11 @@ class BakeProgress:
         return max(left, 0) * self.stepping_seconds / steps
 
 
-def _remove_stale_temporaries(folder: Path, manifest: dict | None) -> None:
-    """Delete half-written files a killed bake left behind (they never replaced a complete one); only
-    temporaries of the bake's own file names (``engine.cache_files``), never a user's '.x.tmp-y'."""
-    for path in owned_files(folder, manifest):
-        if ".tmp-" in path.name:
-            path.unlink(missing_ok=True)
-
-
 def writer_fields() -> tuple[str, ...]:
     """Manifest keys the cache writer owns (recomputed on every write)."""
     return ("format", "format_version", "engine_version", "fps", "dt", "steps_per_frame", "particle_count",
             "attributes", "frame_pattern", "frame_start", "frames_completed", "updated", "physics",
-            "physics_digest", "resume_history", "file_digests", MANIFEST_DIGEST_KEY)
+            "physics_digest", "resume_history", "file_digests", "pending", "temporary_token", MANIFEST_DIGEST_KEY)
 
 
 def _empty_history(model) -> dict:
@@ -144,11 +140,14 @@ def bake(setup: SceneSetup | None, out_dir, *, frames: int, backend: str = "cpu"
 
     The folder is locked for the whole bake (``engine.cache_lock``). A resume continues exactly or is
     refused: the manifest records digests of the engine, the resolved physics and the inputs, and the
-    frames and contact history are checked before anything is stepped.
+    frames and contact history are checked before anything is stepped. Only files the folder's manifest
+    proves are replaced or removed (``engine.cache_files``); a folder holding anything else is refused.
 
     Args:
-        setup: The scene; None with ``resume`` (everything then comes from the cache).
-        out_dir: Cache folder; created if missing, and removed again if the bake fails before frame 1.
+        setup: The scene. With ``resume`` it may be None (everything then comes from the cache); given,
+            the physics it resolves to must be the bake's (a re-signed manifest cannot change them).
+        out_dir: Cache folder (a symbolic link is followed: the folder it names is used); created if
+            missing, and removed again if the bake fails before frame 1.
         frames: Last frame to write (frame 1 is the initial state).
         backend: 'cpu', 'cuda', 'optix', 'rt' or 'auto'.
         resume: Continue an existing cache from its last complete frame.
@@ -180,8 +179,9 @@ def bake(setup: SceneSetup | None, out_dir, *, frames: int, backend: str = "cpu"
     if rt_device is not None:
         info["rt_device_requested"] = rt_device  # read by _make_runner, and kept for a resume
     try:
-        _bake(setup, Path(out_dir), frames, backend, resume, overwrite, progress, info, inputs,
-              max_steps_per_frame, log, on_frame, on_step)
+        with files_read_once():
+            _bake(setup, real_folder(out_dir), frames, backend, resume, overwrite, progress, info, inputs,
+                  max_steps_per_frame, log, on_frame, on_step)
     except BakeCancelled:
         progress.cancelled = True
         progress.message = f"Cancelled; frames 1–{progress.frames_done} are complete."
@@ -200,15 +200,29 @@ MAX_FRAMES = 1_048_574
 
 def check_bake_folder(folder, *, overwrite: bool = False, resume: bool = False) -> dict | None:
     """The manifest of an existing cache folder (None: no folder or no manifest), after refusing a
-    folder that is not a folder, that holds anything but the bake's own files (``engine.cache_files``),
-    or that holds a bake this request would replace without ``overwrite``. Looks only: no lock, no file
-    is created, so callers run it before any packing or estimate, and ``bake`` runs it again under the
-    lock.
+    folder that is not a folder, a manifest that fails its own digest, a folder that holds anything
+    Mochi cannot prove is the bake's (``engine.cache_files``), a bake this request would replace without
+    ``overwrite``, and (``resume``) a folder with no bake to resume or physics out of range. Looks only:
+    no lock, no file is created, so callers run it before any packing or estimate, and ``bake`` runs it
+    again under the lock.
 
     Raises:
         MochiError: naming the foreign entry, the existing bake, or a damaged manifest.
     """
-    return _check_folder(Path(folder), overwrite, resume)
+    with files_read_once():
+        folder = real_folder(folder)
+        if resume:
+            _check_resumable(folder)
+        return _check_folder(folder, overwrite, resume)
+
+
+def _check_resumable(folder: Path) -> None:
+    """Refuse a resume of a folder with no bake in it (looked at before the lock, which needs the folder)."""
+    if not folder.is_dir():
+        raise MochiError(f"There is no bake to resume in '{folder}': the folder does not exist.")
+    if not os.path.lexists(folder / MANIFEST_NAME):  # anything else there: read_manifest says what it is
+        what = "frame files but no manifest.json" if any(folder.glob("frame_*.ply")) else "no manifest.json"
+        raise MochiError(f"There is no bake to resume in '{folder}': it holds {what}.")
 
 
 def _check_folder(folder: Path, overwrite: bool, resume: bool) -> dict | None:
@@ -217,8 +231,11 @@ def _check_folder(folder: Path, overwrite: bool, resume: bool) -> dict | None:
     if not folder.is_dir():
         raise MochiError(f"The cache folder '{folder}' is a file, not a folder.")
     existing = read_manifest(folder)
-    if resume and existing is not None:
-        check_manifest_digest(existing, folder / MANIFEST_NAME)  # an edit is named as such, first
+    if existing is not None:
+        # Before anything it lists is trusted (a removal, a resume): an edit is named as such, first.
+        check_manifest_digest(existing, folder / MANIFEST_NAME)
+        if resume:
+            physics_from_manifest(existing, folder / MANIFEST_NAME)  # in range, as a preset's must be
     check_no_foreign(folder, existing, action="resume" if resume else "bake")
     done = existing["frames_completed"] if existing else 0
     if not resume and done >= 1 and not overwrite:
@@ -237,18 +254,15 @@ def _check_request(setup, folder: Path, frames: int, resume: bool, overwrite: bo
         raise MochiError("Resume and overwrite exclude each other: resume continues the bake in the folder, "
                          "overwrite replaces it.")
     if resume:
-        if not folder.is_dir():
-            raise MochiError(f"There is no bake to resume in '{folder}': the folder does not exist.")
-        if not (folder / MANIFEST_NAME).is_file():  # checked before the lock, which would leave a file
-            what = "frame files but no manifest.json" if any(folder.glob("frame_*.ply")) else "no manifest.json"
-            raise MochiError(f"There is no bake to resume in '{folder}': it holds {what}.")
+        _check_resumable(folder)  # before the lock, which would leave a folder
         _check_folder(folder, overwrite, resume)
         return
     if setup is None:
         raise MochiError(f"There is no scene to bake into '{folder}'.")
     _check_folder(folder, overwrite, resume)
     physics = setup.model.physics
-    check_steps_per_frame(physics.steps_per_frame, physics.dt, physics.stiffness, limit=max_steps_per_frame)
+    check_steps_per_frame(physics.steps_per_frame, physics.dt, physics.stiffness, limit=max_steps_per_frame,
+                          hertz_youngs=largest_youngs_modulus(physics))
     check_memory(setup.model.particle_count)
 
 
@@ -260,10 +274,9 @@ def _remove_failed_start(folder: Path, lock: CacheLock) -> None:
     """
     try:
         manifest = read_manifest(folder)
-    except MochiError:
-        manifest = None
-    try:
-        remove_owned_files(folder, manifest or {"frames_completed": 0})
+        if manifest is not None:
+            check_manifest_digest(manifest, folder / MANIFEST_NAME)
+            remove_owned_files(folder, manifest)  # what this bake's manifest proves, nothing else
     except MochiError:
         pass  # the bake's own error is the one to report; what could not go stays
     lock.release()
@@ -292,9 +305,10 @@ def _bake(setup, folder: Path, frames: int, backend_name: str, resume: bool, ove
     try:
         # Looked at again under the lock: the folder may have changed since _check_request.
         existing = _check_folder(folder, overwrite, resume)
-        _remove_stale_temporaries(folder, existing)
         if resume:
-            run = _prepare_resume(folder, frames, backend_name, inputs, info, log, max_steps_per_frame)
+            if existing is not None:
+                remove_leftovers(folder, existing)  # what a killed bake left, proven by its manifest
+            run = _prepare_resume(setup, folder, frames, backend_name, inputs, info, log, max_steps_per_frame)
         else:
             run = _prepare_new(setup, folder, existing, backend_name, inputs, info, log, progress)
         written = True
@@ -329,28 +343,28 @@ def _prepare_new(setup: SceneSetup, folder: Path, existing: dict | None, backend
     writer = CacheWriter(folder, model, info)
     if existing is not None:
         remove_owned_files(folder, existing)  # all or nothing: the old bake stays whole if it cannot go
-    # A manifest of 0 frames first: a frame written before it would belong to nobody if the bake died.
-    writer.write_start()
-    if model.colliders is not None:
-        model.colliders.save(folder)  # geometry and motion, so a resume needs only the cache
-        writer.record_files(*sorted((folder / COLLIDERS_FOLDER).iterdir()))
+    if model.colliders is not None:  # geometry and motion, so a resume needs only the cache
+        writer.add_files({f"{COLLIDERS_FOLDER}/{name}": data
+                          for name, data in encode_colliders(model.colliders.colliders).items()})
     writer.write_frame(1, setup.state, _empty_history(model) if model.physics.friction_model == "spring" else None)
     return _Run(model, runner, writer, setup.state, None, 1)
 
 
-def _prepare_resume(folder: Path, frames: int, backend_name: str, inputs: dict | None, info: dict, log,
-                    max_steps_per_frame: int | None) -> _Run:
+def _prepare_resume(setup: SceneSetup | None, folder: Path, frames: int, backend_name: str, inputs: dict | None,
+                    info: dict, log, max_steps_per_frame: int | None) -> _Run:
     existing = read_manifest(folder)
     if existing is None:  # removed since _check_request looked
         raise MochiError(f"There is no bake to resume in '{folder}': it holds no manifest.json.")
     check_manifest_digest(existing, folder / MANIFEST_NAME)
+    recorded = physics_from_manifest(existing, folder / MANIFEST_NAME)  # every value in range before any is used
     done = existing["frames_completed"]
     if done < 1:
         raise MochiError(f"There is no bake to resume in '{folder}': its manifest lists no complete frame.")
     # The budgets of a new bake hold for a resume: a manifest (edited or not) cannot ask for more.
     stiffness = existing["physics"].get("stiffness") if isinstance(existing["physics"], dict) else None
     check_steps_per_frame(existing["steps_per_frame"], existing["dt"],
-                          stiffness if isinstance(stiffness, (int, float)) else float("nan"), limit=max_steps_per_frame)
+                          stiffness if isinstance(stiffness, (int, float)) else float("nan"), limit=max_steps_per_frame,
+                          hertz_youngs=largest_youngs_modulus(recorded))
     check_memory(existing["particle_count"])
     if existing.get("engine_digest") not in (None, _source_digest()):
         raise MochiError(f"The bake in '{folder}' was made by another version of the engine, so it cannot "
@@ -360,6 +374,8 @@ def _prepare_resume(folder: Path, frames: int, backend_name: str, inputs: dict |
         raise MochiError(f"The scene changed since the bake in '{folder}' was made "
                          f"({changes(existing.get('inputs'), inputs)}); undo the change to resume, or bake "
                          "again with overwrite.")
+    if setup is not None:
+        check_same_physics(existing, setup.model.physics, folder / MANIFEST_NAME)
     model, state, manifest = load_resume(folder)
     history = read_history(folder, done, model.particle_count)
     if history is None and manifest.get("resume_history"):
@@ -379,10 +395,11 @@ def _prepare_resume(folder: Path, frames: int, backend_name: str, inputs: dict |
         if not getattr(runner, "deterministic", True):
             log(f"The {runner.name} backend is not deterministic: the resumed frames agree with an "
                 "uninterrupted bake to float32 rounding, not bit for bit.")
-    # The frames and colliders stay: their digests carry over (the contact history is rewritten).
-    kept = {name: sha for name, sha in manifest.get("file_digests", {}).items()
-            if not name.startswith(f"{HISTORY_FOLDER}/")}
-    return _Run(model, runner, CacheWriter(folder, model, info, file_digests=kept), state, history, done)
+    # The frames, colliders and contact history carry their digests over; the temporaries the manifest
+    # on disk announced name the writer's first manifest write.
+    writer = CacheWriter(folder, model, info, file_digests=dict(manifest.get("file_digests", {})),
+                         announced=manifest.get("temporary_token"), resume_history=bool(manifest.get("resume_history")))
+    return _Run(model, runner, writer, state, history, done)
 
 
 def _make_runner(model, backend_name: str, info: dict, log):
@@ -443,29 +460,52 @@ def _run_frames(run: _Run, folder: Path, frames: int, progress: BakeProgress, on
     progress.message = f"Baked frames 1–{max(frames, run.start)} into '{folder}'."
 
 
-def free_bake(out_dir) -> int:
-    """Delete the bake in ``out_dir`` (the files its manifest lists: frames, manifest, contact history,
-    colliders) under its lock; the folder and every other file in it stay.
+@dataclass(frozen=True)
+class FreedBake:
+    """What ``free_bake`` did.
+
+    Attributes:
+        frames: Frames the deleted bake held.
+        kept: Entries of the folder that stay because Mochi cannot prove it wrote them (relative names).
+    """
+
+    frames: int
+    kept: tuple[str, ...]
+
+
+def free_bake(out_dir) -> FreedBake:
+    """Delete the bake in ``out_dir`` under its lock: every file its manifest proves (the manifest, the
+    frames, contact history and colliders whose bytes match their digests, a killed bake's leftovers;
+    ``engine.cache_files``). The folder and every other entry stay. A symbolic link is followed: the
+    folder it names is freed.
 
     Returns:
-        The number of frames the deleted bake held.
+        The frames freed and the entries kept.
 
     Raises:
-        MochiError: no Mochi bake there, the folder is locked by a running bake, or a file cannot be
-            deleted.
+        MochiError: no Mochi bake there, a manifest that fails its own digest, the folder is locked by a
+            running bake, or a file cannot be deleted (then nothing is).
     """
-    folder = Path(out_dir)
-    if not folder.is_dir():
-        raise MochiError(f"There is no Mochi bake in '{folder}': the folder does not exist.")
-    if read_manifest(folder) is None:  # looked at before the lock, so a refusal changes nothing
+    with files_read_once():
+        folder = real_folder(out_dir)
+        if not folder.is_dir():
+            raise MochiError(f"There is no Mochi bake in '{folder}': the folder does not exist.")
+        _trusted_manifest(folder)  # looked at before the lock, so a refusal changes nothing
+        with CacheLock(folder, action="free the bake"):
+            manifest = _trusted_manifest(folder)
+            survey = survey_folder(folder, manifest)
+            remove_files(folder, [*survey.bake, *survey.leftovers])
+    return FreedBake(manifest["frames_completed"], tuple(name for name, _ in survey.foreign))
+
+
+def _trusted_manifest(folder: Path) -> dict:
+    """The manifest of ``folder``, checked against its own digest.
+
+    Raises:
+        MochiError: none, or one that fails its digest or its value checks.
+    """
+    manifest = read_manifest(folder)
+    if manifest is None:
         raise MochiError(f"There is no Mochi bake in '{folder}' (no manifest.json); nothing was deleted.")
-    with CacheLock(folder, action="free the bake"):
-        manifest = read_manifest(folder)
-        if manifest is None:
-            raise MochiError(f"There is no Mochi bake in '{folder}' (no manifest.json); nothing was deleted.")
-        try:
-            remove_owned_files(folder, manifest)
-        except OSError as exc:
-            raise MochiError(f"Cannot delete the bake in '{folder}': {exc.strerror or exc}.") from None
-    # The folder and everything in it that the bake did not write stay.
-    return manifest["frames_completed"]
+    check_manifest_digest(manifest, folder / MANIFEST_NAME)
+    return manifest

@@ -25,12 +25,23 @@ BASE_BYTES = 400 * 2**20
 
 
 def check_steps_per_frame(steps_per_frame: int, dt: float, stiffness: float, *,
-                          limit: int | None = DEFAULT_MAX_STEPS_PER_FRAME) -> None:
+                          limit: int | None = DEFAULT_MAX_STEPS_PER_FRAME, hertz_youngs: float | None = None) -> None:
     """Refuse a bake that needs more than ``limit`` steps per frame (None: no limit).
+
+    Args:
+        hertz_youngs: With the Hertz contact law, the largest Young's modulus of the grains and walls [Pa]
+            (engine.contact_law.largest_youngs_modulus): the moduli and the grains' size set dt then, and
+            the sentence names them instead of a stiffness.
 
     Raises:
         MochiError: naming the steps per frame, dt and stiffness, and how to lift the limit.
     """
+    if limit is not None and steps_per_frame > limit and hertz_youngs is not None:
+        raise MochiError(
+            f"This bake needs {steps_per_frame:,} steps per frame (dt = {dt:.3g} s for Hertz contacts of Young's "
+            f"modulus up to {hertz_youngs:.3g} Pa), over the budget of {limit:,}; use a lower Young's modulus (in "
+            "Pa, of the grains or the walls) or larger grains, or raise the budget (--max-steps-per-frame) if you "
+            "mean it.")
     if limit is not None and steps_per_frame > limit:
         raise MochiError(
             f"This bake needs {steps_per_frame:,} steps per frame (dt = {dt:.3g} s for stiffness "

@@ -5,9 +5,11 @@ holds the vertex properties of ``FRAME_PROPERTIES`` (float32 x y z radius vx vy 
 object_id, uint8 material and active, float32 angular velocity wx wy wz [rad/s] and orientation
 quaternion qw qx qy qz, uint8 bonds: intact glue bonds per particle), in particle order. Format
 version 1 (before rotation) lacks the last eight; it still loads, with ω = 0, q = identity, bonds 0. Frames and the manifest are written
-atomically (temporary file, then rename), and the manifest is updated only after its frame is on
-disk, so ``frames_completed`` always names frames that are complete. The manifest also stores the
-resolved physics, so a bake resumes from the cache alone (see ``load_resume``).
+atomically (temporary file, then rename), and the manifest records a frame as complete only after it
+is on disk, so ``frames_completed`` always names frames that are complete; before a file is written
+the manifest names it (``CacheWriter``), so every file of a bake is one its manifest proves
+(``engine.cache_files``). The manifest also stores the resolved physics, so a bake resumes from the
+cache alone (see ``load_resume``).
 """
 
 from __future__ import annotations
@@ -24,14 +26,14 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
-from .atomic import write_atomic
-from .cache_files import check_regular_file, remove_owned_files
+from .atomic import new_token, write_atomic
+from .cache_files import check_regular_file, remove_proven
 from .cache_integrity import (check_file_digests, check_frames_present, check_manifest_values, load_history_file,
                               physics_from_manifest, with_manifest_digest)
-from .digest import digest, file_digest
+from .digest import digest
 from .errors import MochiError
 from .model import Model, build_model
-from .ply import read_points, write_points
+from .ply import encode_points, read_points
 from .state import State, make_state
 
 FORMAT_NAME = "mochi-cache"
@@ -64,8 +66,21 @@ def frame_columns(model: Model, state: State) -> dict[str, np.ndarray]:
             "qw": q[:, 0], "qx": q[:, 1], "qy": q[:, 2], "qz": q[:, 3], "bonds": state.bonds}
 
 
-def write_json_atomic(path: Path, data: dict) -> None:
-    write_atomic(path, lambda handle: handle.write(json.dumps(data, indent=2).encode("utf-8")))
+def write_json_atomic(path: Path, data: dict, *, token: str | None = None) -> None:
+    """Write ``data`` as indented JSON, atomically (``engine.atomic.write_atomic``, its temporary named by
+    ``token``)."""
+    write_atomic(path, lambda handle: handle.write(json.dumps(data, indent=2).encode("utf-8")), token=token)
+
+
+def _refuse_repeated_keys(pairs: list) -> dict:
+    """``json.loads``' object hook: a key given twice ('frame_0002.ply' listed twice, two digests) makes
+    the manifest ambiguous, so it is refused rather than read as its last spelling."""
+    seen = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise ValueError(f"the key {key!r} is given twice")
+        seen.add(key)
+    return dict(pairs)
 
 
 def read_manifest(folder: str | os.PathLike) -> dict | None:
@@ -83,7 +98,7 @@ def read_manifest(folder: str | os.PathLike) -> dict | None:
         raise MochiError(f"The cache manifest '{path}' is {path.stat().st_size:,} bytes, far more than a Mochi "
                          "manifest, so it is not read.")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=_refuse_repeated_keys)
     except RecursionError:
         raise MochiError(f"The cache manifest '{path}' is nested too deeply to be a Mochi manifest.") from None
     except (OSError, ValueError) as exc:
@@ -112,36 +127,47 @@ def ensure_cache_folder(folder: str | os.PathLike) -> Path:
 
 @dataclass
 class CacheWriter:
-    """Writes frames and keeps the manifest current.
+    """Writes frames and keeps the manifest current, so that every file it writes is, at every instant,
+    one the manifest on disk proves (``engine.cache_files``).
 
-    The manifest's ``file_digests`` hold the SHA-256 of every file of the bake (each frame, the last
-    frame's contact history, the colliders), so a resume can tell a damaged, edited or missing file from
-    the one the bake wrote (``engine.cache_integrity.check_file_digests``).
+    Each frame is written in three steps: (1) the manifest records the new files' names and SHA-256 as
+    ``pending``; (2) each file is written to the temporary '.NAME.tmp-TOKEN' (TOKEN announced by that
+    manifest) and renamed into place, never over an existing file; (3) the manifest records the frame
+    as complete in ``file_digests``, and the contact history it replaces as pending until it is deleted.
+    A bake killed anywhere leaves only files the manifest on disk names: complete files by their digest,
+    half-written temporaries by their announced name. The manifest's own temporary carries the token the
+    manifest it replaces announced.
 
     Attributes:
         folder: Cache folder (created if missing).
         model: The model being baked.
         info: Extra manifest entries (preset, scene name, backend...).
-        file_digests: Path relative to the folder → SHA-256 of the frames and colliders written so far;
-            a resumed bake passes on those of its manifest.
+        file_digests: Path relative to the folder → SHA-256 of every file of the bake (each frame, the
+            newest frame's contact history, the colliders); a resumed bake passes on those of its manifest.
+        announced: The temporary token of the manifest on disk (a resumed bake's), or None.
+        resume_history: Whether the newest recorded frame has a contact history (a resumed bake's).
     """
 
     folder: Path
     model: Model
     info: dict
     file_digests: dict[str, str] = field(default_factory=dict)
+    announced: str | None = None
+    resume_history: bool = False
 
     def __post_init__(self):
         self.folder = Path(self.folder)
         ensure_cache_folder(self.folder)
-        self._latest: dict[str, str] = {}  # digest of the newest frame's contact history
+        self.token = new_token()  # every temporary this writer creates carries it
+        self._pending: dict[str, str] = {}
+        self._extra: dict[str, bytes] = {}  # files written with the next frame (the colliders)
 
-    def record_files(self, *paths: Path) -> None:
-        """Add files that stay for the whole bake (the colliders) to the digests a resume checks."""
-        for path in paths:
-            self.file_digests[path.relative_to(self.folder).as_posix()] = file_digest(path)
+    def add_files(self, files: dict[str, bytes]) -> None:
+        """Files that stay for the whole bake (the colliders: name relative to the folder → bytes), written
+        and recorded with the next frame."""
+        self._extra.update(files)
 
-    def manifest(self, frames_completed: int, *, resume_history: bool) -> dict:
+    def manifest(self, frames_completed: int) -> dict:
         physics = self.model.physics
         physics_json = physics.to_json()
         return {
@@ -160,36 +186,50 @@ class CacheWriter:
             "physics": physics_json,
             "physics_digest": digest(physics_json),
             # Whether .resume/ holds the contact history of the last frame: a resume then needs it.
-            "resume_history": resume_history,
-            "file_digests": {**self.file_digests, **self._latest},
+            "resume_history": self.resume_history,
+            "file_digests": dict(self.file_digests),
+            # Files being put in place or retired, and the token of every temporary made from now on.
+            "pending": dict(self._pending),
+            "temporary_token": self.token,
             **self.info,
         }
 
-    def write_start(self) -> None:
-        """Write the manifest of 0 frames before the first frame, so that every file of the bake is, from
-        the first, one a manifest accounts for (``engine.cache_files``)."""
-        write_json_atomic(self.folder / MANIFEST_NAME, with_manifest_digest(self.manifest(0, resume_history=False)))
+    def _write_manifest(self, frames_completed: int) -> None:
+        write_json_atomic(self.folder / MANIFEST_NAME, with_manifest_digest(self.manifest(frames_completed)),
+                          token=self.announced or self.token)
+        self.announced = self.token
 
     def write_frame(self, frame: int, state: State, history: dict[str, np.ndarray] | None = None) -> Path:
-        """Write frame ``frame`` (1-based) and its contact history, then record it in the manifest."""
+        """Write frame ``frame`` (1-based) and its contact history, then record it in the manifest.
+
+        Raises:
+            MochiError: the folder cannot be written, or a name it writes was taken meanwhile.
+        """
         path = frame_path(self.folder, frame)
-        write_points(path, frame_columns(self.model, state))
-        self.file_digests[path.name] = file_digest(path)
-        latest = {}
+        files = {path.name: encode_points(frame_columns(self.model, state)), **self._extra}
         if history is not None:
-            folder = self.folder / HISTORY_FOLDER
-            folder.mkdir(exist_ok=True)
-            # Zipped in memory first: numpy's zip writer, cut short by a full disk, would otherwise
-            # try to finish its file from a finaliser after the handle is closed.
             buffer = io.BytesIO()
             np.savez(buffer, **history)
-            write_atomic(history_path(self.folder, frame), lambda handle: handle.write(buffer.getbuffer()))
-            latest[f"{HISTORY_FOLDER}/{history_path(self.folder, frame).name}"] = hashlib.sha256(buffer.getbuffer()).hexdigest()
-        self._latest = latest
-        manifest = with_manifest_digest(self.manifest(frame, resume_history=history is not None))
-        write_json_atomic(self.folder / MANIFEST_NAME, manifest)
-        # Keep the history of the last two frames only: one is always complete.
-        history_path(self.folder, frame - 2).unlink(missing_ok=True)
+            files[f"{HISTORY_FOLDER}/{history_path(self.folder, frame).name}"] = buffer.getvalue()
+        digests = {name: hashlib.sha256(data).hexdigest() for name, data in files.items()}
+        self._pending = digests
+        self._write_manifest(frame - 1)
+        for name, data in files.items():
+            target = self.folder / name
+            target.parent.mkdir(exist_ok=True)  # .resume/, colliders/
+            write_atomic(target, lambda handle, data=data: handle.write(data), token=self.token, replace=False)
+        self._extra = {}
+        # The previous frame's contact history is no longer needed: pending (proven) until it is deleted.
+        retiring = {name: sha for name, sha in self.file_digests.items()
+                    if name.startswith(f"{HISTORY_FOLDER}/") and name not in digests}
+        for name in retiring:
+            del self.file_digests[name]
+        self.file_digests.update(digests)
+        self._pending = retiring
+        self.resume_history = history is not None
+        self._write_manifest(frame)
+        for name, sha in retiring.items():
+            remove_proven(self.folder / name, sha)
         return path
 
 
@@ -277,14 +317,3 @@ def load_resume(folder: str | os.PathLike) -> tuple[Model, State, dict]:
                        angular_velocities=np.stack([last["wx"], last["wy"], last["wz"]], axis=1),
                        orientations=np.stack([last["qw"], last["qx"], last["qy"], last["qz"]], axis=1))
     return model, state, manifest
-
-
-def remove_cache_files(folder: str | os.PathLike) -> int:
-    """Delete the files the manifest of ``folder`` lists (frames, manifest, contact history, colliders),
-    all or nothing; anything else in the folder stays (``engine.cache_files.remove_owned_files``).
-
-    Returns:
-        The number of files removed (0 when the folder holds no manifest).
-    """
-    manifest = read_manifest(folder)
-    return remove_owned_files(folder, manifest) if manifest is not None else 0

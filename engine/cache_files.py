@@ -1,14 +1,27 @@
 """Which files in a cache folder are Mochi's, and removing only those.
 
-Mochi deletes or overwrites only files it can prove it wrote: the manifest, the frames and contact
-history its manifest lists, and its colliders, each with a name from a fixed pattern, each a regular
-file inside the folder (a symbolic link is never followed, never removed). Anything else in the folder
-is *foreign*: a bake into a folder holding a foreign entry is refused, naming it, before any work; a
-free or an overwrite removes the listed files and leaves the folder and everything else in it.
+A file is Mochi's only when the bake's manifest (itself checked against its own digest first,
+``engine.cache_integrity.check_manifest_digest``) proves it:
 
-Removal is all or nothing: every listed file is first renamed to a temporary name beside itself; if
-one rename fails (an immutable file, a folder that cannot be written), the others are renamed back and
-nothing is deleted, so an old bake is never left half-removed.
+* ``manifest.json`` itself;
+* a file the manifest's ``file_digests`` lists by its exact name (a frame, the contact history of the
+  newest frame, a collider file) whose bytes have the SHA-256 recorded there;
+* a file its ``pending`` entry lists by exact name and digest: one a bake was putting in place, or the
+  contact history it was retiring, when it was killed (written, not yet recorded);
+* a temporary '.NAME.tmp-TOKEN' of one of those names whose TOKEN is the manifest's
+  ``temporary_token``: a bake announces in its manifest the token of every temporary it creates
+  afterwards, so a temporary a killed bake left (half written, its bytes unknown) is named by the
+  manifest on disk; a token is 128 random bits, a name no other program's file has.
+
+The lock's owner record (``engine.cache_lock``) is neither Mochi's bake nor foreign: it is proven by its
+contents and belongs to the lock. Everything else, however it is named, is *foreign*: a link, a folder,
+a file the manifest does not list, a listed file whose bytes differ from its digest. Foreign entries are
+never deleted, replaced or renamed: a bake, overwrite or resume of a folder holding one is refused,
+naming it, before any work; a free removes what is proven and leaves the rest.
+
+Removal is all or nothing: the files move into a folder this process creates inside the cache folder
+('.mochi-removing-TOKEN'), and if one cannot (an immutable file, a folder that cannot be written) the
+others move back and nothing is deleted, so an old bake is never left half-removed.
 """
 
 from __future__ import annotations
@@ -17,33 +30,31 @@ import contextlib
 import os
 import re
 import stat
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from .atomic import TOKEN_LENGTH, new_token
+from .cache_lock import LOCK_NAME, OWNER_NAME, is_owner_record, is_owner_temporary
+from .digest import file_digest_known
 from .errors import MochiError
 
 MANIFEST_NAME = "manifest.json"
 HISTORY_FOLDER = ".resume"
 COLLIDERS_FOLDER = "colliders"
 COLLIDER_FILES = ("colliders.json", "colliders.npz")
-#: Lock files of engines before the folder itself was locked, and the holder's description.
-LOCK_FILES = (".mochi.lock", ".mochi.lock.owner")
 
 _FRAME = re.compile(r"frame_(\d{4,9})\.ply")
 _HISTORY = re.compile(r"frame_(\d{4,9})\.npz")
-#: A temporary of ``engine.atomic.write_atomic`` (or of a removal): '.NAME.tmp-PID'.
-_TEMPORARY = re.compile(r"\.(.+)\.tmp-(?:del-)?\d{1,10}")
-
-
-def frame_number(name: str) -> int | None:
-    """The frame of a file name 'frame_0007.ply' (7), or None for any other name."""
-    match = _FRAME.fullmatch(name)
-    return int(match.group(1)) if match else None
+#: A temporary of ``engine.atomic.write_atomic``: '.NAME.tmp-TOKEN'.
+_TEMPORARY = re.compile(rf"\.(.+)\.tmp-([0-9a-f]{{{TOKEN_LENGTH}}})")
+#: The manifest's temporary token: ``TOKEN_LENGTH`` lower-case hex digits.
+TOKEN_PATTERN = re.compile(rf"[0-9a-f]{{{TOKEN_LENGTH}}}")
 
 
 def is_listed_name(name: str) -> bool:
     """Whether ``name`` (relative to the cache folder, '/'-separated) is a name a bake can list in its
-    manifest's ``file_digests``: 'frame_NNNN.ply', '.resume/frame_NNNN.npz' or 'colliders/colliders.*'.
-    Absolute paths, '..', empty parts and every other name are not."""
+    manifest's ``file_digests`` or ``pending``: 'frame_NNNN.ply', '.resume/frame_NNNN.npz' or
+    'colliders/colliders.*'. Absolute paths, '..', empty parts and every other name are not."""
     if not isinstance(name, str) or not name or "\\" in name or "\0" in name:
         return False
     parts = name.split("/")
@@ -52,11 +63,6 @@ def is_listed_name(name: str) -> bool:
     if len(parts) == 2 and parts[0] == HISTORY_FOLDER:
         return _HISTORY.fullmatch(parts[1]) is not None
     return len(parts) == 2 and parts[0] == COLLIDERS_FOLDER and parts[1] in COLLIDER_FILES
-
-
-def _is_temporary_of(name: str, allowed) -> bool:
-    match = _TEMPORARY.fullmatch(name)
-    return match is not None and allowed(match.group(1))
 
 
 def check_regular_file(path: str | os.PathLike, what: str = "") -> os.stat_result:
@@ -80,112 +86,176 @@ def check_regular_file(path: str | os.PathLike, what: str = "") -> os.stat_resul
     return info
 
 
-def _frames_of(manifest: dict | None) -> int:
-    return int(manifest.get("frames_completed", 0)) if manifest else 0
-
-
-def _owned_top(name: str, frames: int, has_manifest: bool) -> bool:
-    """A top-level entry name a bake of ``frames`` recorded frames (and the one being written) owns."""
-    number = frame_number(name)
-    if number is not None:
-        return has_manifest and 1 <= number <= frames + 1
-    return (name == MANIFEST_NAME and has_manifest) or name in LOCK_FILES
-
-
-def foreign_entry(folder: str | os.PathLike, manifest: dict | None) -> str | None:
-    """The first entry of ``folder`` that is not the bake's own (sorted by name), or None.
-
-    Own: the manifest, frames 1..frames_completed + 1 (the last one written before it was recorded),
-    ``.resume/frame_NNNN.npz``, ``colliders/colliders.json|npz``, the lock files and the temporaries of
-    any of them, every one a regular file or (``.resume``, ``colliders``) a real folder. Without a
-    manifest only the lock files and temporaries are own.
-
-    Returns:
-        The foreign entry's path relative to ``folder`` ('notes.txt', 'colliders/plan.txt'), or None.
-    """
-    folder = Path(folder)
-    frames = _frames_of(manifest)
-    has_manifest = manifest is not None
-
-    def top(name: str) -> bool:
-        return _owned_top(name, frames, has_manifest)
-
-    sub_rules = {HISTORY_FOLDER: lambda n: has_manifest and _HISTORY.fullmatch(n) is not None,
-                 COLLIDERS_FOLDER: lambda n: has_manifest and n in COLLIDER_FILES}
-    for entry in sorted(os.scandir(folder), key=lambda e: e.name):
-        name = entry.name
-        if name in sub_rules and entry.is_dir(follow_symlinks=False):
-            rule = sub_rules[name]
-            for inner in sorted(os.scandir(entry.path), key=lambda e: e.name):
-                own = rule(inner.name) or _is_temporary_of(inner.name, rule)
-                if not own or not inner.is_file(follow_symlinks=False):
-                    return f"{name}/{inner.name}"
-            continue
-        if not (top(name) or _is_temporary_of(name, lambda n: top(n) or n == MANIFEST_NAME)):
-            return name
-        if not entry.is_file(follow_symlinks=False):
-            return name
-    return None
-
-
-def check_no_foreign(folder: str | os.PathLike, manifest: dict | None, *, action: str = "bake") -> None:
-    """Refuse a folder that holds anything that is not the bake's own.
+def real_folder(folder: str | os.PathLike) -> Path:
+    """The folder ``folder`` names, every symbolic link on the way resolved: a bake folder given through
+    a link is used as the folder it names, wholly (its lock, its files, its removal).
 
     Raises:
-        MochiError: naming one foreign entry.
+        MochiError: a link to nothing, or a loop of links.
+    """
+    path = Path(folder)
+    if not os.path.lexists(path):
+        return Path(os.path.realpath(path))
+    try:
+        return Path(os.path.realpath(path, strict=True))
+    except OSError:
+        raise MochiError(f"'{path}' is a symbolic link to nothing (or a loop of links), so it names no cache "
+                         "folder.") from None
+
+
+@dataclass
+class Survey:
+    """What one look at a cache folder proved.
+
+    Attributes:
+        bake: The bake's files (the manifest, and every listed file whose bytes match), path → SHA-256.
+        leftovers: What a killed bake left and the manifest proves: pending files, announced temporaries.
+        foreign: Every other entry, as (name relative to the folder, why it is not Mochi's), by name.
+    """
+
+    bake: dict[Path, str] = field(default_factory=dict)
+    leftovers: dict[Path, str] = field(default_factory=dict)
+    foreign: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _temporary_target(relative: str, token: str | None) -> str | None:
+    """The file a temporary 'DIR/.NAME.tmp-TOKEN' stands for ('DIR/NAME'), when TOKEN is ``token`` and
+    NAME one a bake writes; else None."""
+    folder, _, name = relative.rpartition("/")
+    match = _TEMPORARY.fullmatch(name)
+    if token is None or match is None or match.group(2) != token:
+        return None
+    target = f"{folder}/{match.group(1)}" if folder else match.group(1)
+    return target if target == MANIFEST_NAME or is_listed_name(target) else None
+
+
+def _classify(survey: Survey, folder: Path, relative: str, manifest: dict | None) -> None:
+    path = folder / relative
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode):
+        survey.foreign.append((relative, "a symbolic link"))
+        return
+    if not stat.S_ISREG(info.st_mode):
+        survey.foreign.append((relative, "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file"))
+        return
+    if (relative in (LOCK_NAME, OWNER_NAME) and (is_owner_record(path) or info.st_size == 0)) \
+            or ("/" not in relative and is_owner_temporary(path)):
+        return  # the lock's: an empty lock file (Windows, older engines), an owner record or its temporary
+    if manifest is None:
+        survey.foreign.append((relative, "not from a Mochi bake"))
+        return
+    if relative == MANIFEST_NAME:
+        survey.bake[path] = file_digest_known(path, info)
+        return
+    listed = manifest.get("file_digests", {}).get(relative)
+    pending = manifest.get("pending", {}).get(relative)
+    if listed is not None or pending is not None:
+        actual = file_digest_known(path, info)
+        if actual == listed:
+            survey.bake[path] = actual
+        elif actual == pending:
+            survey.leftovers[path] = actual
+        else:
+            survey.foreign.append((relative, "changed since the bake wrote it (its bytes are not the ones its "
+                                             "manifest records)"))
+        return
+    if _temporary_target(relative, manifest.get("temporary_token")) is not None:
+        survey.leftovers[path] = file_digest_known(path, info)
+        return
+    survey.foreign.append((relative, "not from a Mochi bake (its manifest does not list it)"))
+
+
+def survey_folder(folder: str | os.PathLike, manifest: dict | None) -> Survey:
+    """Sort every entry of ``folder`` (and of its ``.resume``/``colliders`` folders) into the bake's, a
+    killed bake's leftovers, and foreign.
+
+    Args:
+        folder: The cache folder (resolved: ``real_folder``).
+        manifest: Its manifest, already checked against its own digest; None when it has none (then
+            nothing in it is Mochi's).
+
+    Raises:
+        MochiError: the folder cannot be read.
     """
     folder = Path(folder)
+    survey = Survey()
     try:
-        foreign = foreign_entry(folder, manifest)
+        for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+            if entry.name in (HISTORY_FOLDER, COLLIDERS_FOLDER) and entry.is_dir(follow_symlinks=False):
+                for inner in sorted(os.scandir(entry.path), key=lambda e: e.name):
+                    _classify(survey, folder, f"{entry.name}/{inner.name}", manifest)
+            else:
+                _classify(survey, folder, entry.name, manifest)
     except OSError as exc:
         raise MochiError(f"Cannot read the cache folder '{folder}': {exc.strerror or exc}.") from None
-    if foreign is not None:
-        raise MochiError(f"The cache folder '{folder}' holds '{foreign}', which is not from a Mochi bake; Mochi "
-                         f"will not {action} into a folder with other files (choose an empty or new folder, or "
-                         "move that file away).")
+    return survey
 
 
-def owned_files(folder: str | os.PathLike, manifest: dict | None) -> list[Path]:
-    """The files of ``folder`` the bake owns and a free or overwrite removes, that exist now.
+def check_no_foreign(folder: str | os.PathLike, manifest: dict | None, *, action: str = "bake") -> Survey:
+    """Refuse a folder that holds anything Mochi cannot prove is this bake's; returns the survey.
 
-    The manifest, its frames (1..frames_completed + 1), the names its ``file_digests`` list, every
-    ``.resume/frame_NNNN.npz``, the colliders and the stale temporaries of all of them. Links and
-    anything else are never listed.
+    Raises:
+        MochiError: naming one foreign entry and why it is not Mochi's.
     """
-    folder = Path(folder)
-    names = set()
-    frames = _frames_of(manifest)
-    if manifest is not None:
-        names.add(MANIFEST_NAME)
-        names.update(f"frame_{f:04d}.ply" for f in range(1, frames + 2))
-        digests = manifest.get("file_digests")
-        if isinstance(digests, dict):
-            names.update(n for n in digests if is_listed_name(n))
-        names.update(f"{COLLIDERS_FOLDER}/{n}" for n in COLLIDER_FILES)
-        with contextlib.suppress(OSError):
-            names.update(f"{HISTORY_FOLDER}/{e.name}" for e in os.scandir(folder / HISTORY_FOLDER)
-                         if _HISTORY.fullmatch(e.name))
-    with contextlib.suppress(OSError):
-        names.update(e.name for e in os.scandir(folder)
-                     if _is_temporary_of(e.name, lambda n: _owned_top(n, frames, manifest is not None)
-                                         or n == MANIFEST_NAME))
-    for sub in (HISTORY_FOLDER, COLLIDERS_FOLDER):
-        with contextlib.suppress(OSError):
-            names.update(f"{sub}/{e.name}" for e in os.scandir(folder / sub) if _TEMPORARY.fullmatch(e.name))
-    found = []
-    for name in sorted(names):
-        path = folder / name
-        with contextlib.suppress(OSError):
-            if stat.S_ISREG(os.lstat(path).st_mode) and not os.path.islink(path.parent):
-                found.append(path)
+    survey = survey_folder(folder, manifest)
+    if survey.foreign:
+        name, why = survey.foreign[0]
+        raise MochiError(f"The cache folder '{folder}' holds '{name}', which is {why}; Mochi will not {action} "
+                         "into a folder with files it cannot prove it wrote (move that file away, or choose "
+                         "an empty or new folder).")
+    return survey
+
+
+def remove_files(folder: Path, files: list[Path]) -> int:
+    """Remove ``files`` (proven Mochi's, inside ``folder``), all or nothing; a ``.resume``/``colliders``
+    folder emptied by it goes too, the folder itself and every other entry stay.
+
+    Returns:
+        The number of files removed.
+
+    Raises:
+        MochiError: a file that cannot be removed, naming it (nothing is removed then).
+    """
+    if not files:
+        return 0
     # The manifest goes last: a removal interrupted half-way still has a manifest naming what is left.
-    found.sort(key=lambda p: p.name == MANIFEST_NAME)
-    return found
+    files = sorted(files, key=lambda p: (p.name == MANIFEST_NAME, str(p)))
+    aside = folder / f".mochi-removing-{new_token()}"
+    try:
+        os.mkdir(aside, 0o700)  # created now: a name nobody else's file has
+    except OSError as exc:
+        raise MochiError(f"Cannot remove the bake in '{folder}': {exc.strerror or exc}; nothing was "
+                         "removed.") from None
+    moved: list[tuple[Path, Path]] = []
+    try:
+        for index, path in enumerate(files):
+            os.rename(path, aside / str(index))
+            moved.append((path, aside / str(index)))
+    except OSError as exc:
+        failed = path  # before the loop below reuses the name
+        for original, put in reversed(moved):
+            with contextlib.suppress(OSError):
+                os.rename(put, original)
+        with contextlib.suppress(OSError):
+            aside.rmdir()
+        raise MochiError(f"Cannot remove '{failed}' ({exc.strerror or exc}), so nothing of the bake in "
+                         f"'{folder}' was removed.") from None
+    for _, put in moved:
+        put.unlink(missing_ok=True)
+    aside.rmdir()
+    for sub in sorted({p.parent for p in files} - {folder}):
+        with contextlib.suppress(OSError):
+            sub.rmdir()  # only when empty, and only a folder this removal took files from
+    return len(moved)
 
 
 def remove_owned_files(folder: str | os.PathLike, manifest: dict | None) -> int:
-    """Remove the bake's own files (``owned_files``), all or nothing; empty ``.resume``/``colliders``
-    folders go too, the folder itself and every other entry stay.
+    """Remove everything of the bake in ``folder`` its manifest proves (``survey_folder``: its files and
+    a killed bake's leftovers), all or nothing; foreign entries stay.
+
+    Args:
+        manifest: The folder's manifest, already checked against its own digest (None: nothing is
+            Mochi's, nothing is removed).
 
     Returns:
         The number of files removed.
@@ -194,30 +264,28 @@ def remove_owned_files(folder: str | os.PathLike, manifest: dict | None) -> int:
         MochiError: a file that cannot be removed (nothing is removed then), naming it.
     """
     folder = Path(folder)
-    targets = owned_files(folder, manifest)
-    for sub in (HISTORY_FOLDER, COLLIDERS_FOLDER):
-        if (folder / sub).is_symlink():
-            raise MochiError(f"'{folder / sub}' is a symbolic link; Mochi does not follow it, so it cannot "
-                             "remove the bake there.")
-    moved: list[tuple[Path, Path]] = []
-    try:
-        for path in targets:
-            aside = path.with_name(f".{path.name}.tmp-del-{os.getpid()}")
-            os.rename(path, aside)
-            moved.append((path, aside))
-    except OSError as exc:
-        for path, aside in reversed(moved):
-            with contextlib.suppress(OSError):
-                os.rename(aside, path)
-        raise MochiError(f"Cannot remove '{path}' ({exc.strerror or exc}), so nothing of the bake in "
-                         f"'{folder}' was removed.") from None
-    for _, aside in moved:
-        with contextlib.suppress(FileNotFoundError):
-            aside.unlink()
-    for sub in (HISTORY_FOLDER, COLLIDERS_FOLDER):
-        with contextlib.suppress(OSError):
-            (folder / sub).rmdir()  # only when empty: anything else in it stays
-    return len(moved)
+    survey = survey_folder(folder, manifest)
+    return remove_files(folder, [*survey.bake, *survey.leftovers])
+
+
+def remove_leftovers(folder: str | os.PathLike, manifest: dict) -> int:
+    """Remove what a killed bake left that its manifest proves (pending files, announced temporaries),
+    before a resume writes those names again.
+
+    Raises:
+        MochiError: a leftover that cannot be removed.
+    """
+    folder = Path(folder)
+    return remove_files(folder, list(survey_folder(folder, manifest).leftovers))
+
+
+def remove_proven(path: Path, expected: str) -> None:
+    """Delete ``path`` if it is a regular file whose SHA-256 is ``expected`` (a history file a bake
+    retires); anything else there stays."""
+    with contextlib.suppress(OSError):
+        info = os.lstat(path)
+        if stat.S_ISREG(info.st_mode) and file_digest_known(path, info) == expected:
+            path.unlink()
 
 
 def check_blend_cache_folder(blend_file: str | os.PathLike, cache_directory: str) -> None:

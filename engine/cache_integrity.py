@@ -16,8 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .cache_files import check_regular_file, is_listed_name
-from .digest import digest, file_digest
+from .atomic import TOKEN_LENGTH
+from .cache_files import TOKEN_PATTERN, check_regular_file, is_listed_name
+from .digest import changes, digest, file_digest
 from .errors import MochiError
 
 #: Manifest keys the engine reads, with the range each integer must lie in (inclusive). Frames: Blender's
@@ -64,17 +65,23 @@ def check_manifest_values(data: dict, path: str | os.PathLike) -> dict:
     if not isinstance(data.get("resume_history", False), bool):
         raise MochiError(f"The cache manifest '{path}' has resume_history = {_short(data['resume_history'])}; it "
                          "must be true or false.")
-    digests = data.get("file_digests", {})
-    if not isinstance(digests, dict):
-        raise MochiError(f"The cache manifest '{path}' has damaged file digests.")
-    for name, value in digests.items():
-        # Names are confined before anything opens them: a plain name of the bake's own patterns, inside
-        # the folder ('../x', '/etc/shadow', 'notes.txt' are refused here, never read).
-        if not is_listed_name(name):
-            raise MochiError(f"The cache manifest '{path}' names the file {_short(name)}, which is not a file of a "
-                             "Mochi bake (only frame_NNNN.ply, .resume/frame_NNNN.npz and colliders/ files are).")
-        if not isinstance(value, str) or not _HEX_DIGEST.fullmatch(value):
-            raise MochiError(f"The cache manifest '{path}' has a damaged digest for '{name}'.")
+    for key, what in (("file_digests", "file digests"), ("pending", "pending files")):
+        digests = data.get(key, {})
+        if not isinstance(digests, dict):
+            raise MochiError(f"The cache manifest '{path}' has damaged {what}.")
+        for name, value in digests.items():
+            # Names are confined before anything opens them: a plain name of the bake's own patterns, inside
+            # the folder ('../x', '/etc/shadow', 'notes.txt' are refused here, never read).
+            if not is_listed_name(name):
+                raise MochiError(f"The cache manifest '{path}' names the file {_short(name)}, which is not a file of "
+                                 "a Mochi bake (only frame_NNNN.ply, .resume/frame_NNNN.npz and colliders/ files "
+                                 "are).")
+            if not isinstance(value, str) or not _HEX_DIGEST.fullmatch(value):
+                raise MochiError(f"The cache manifest '{path}' has a damaged digest for '{name}'.")
+    token = data.get("temporary_token")
+    if token is not None and (not isinstance(token, str) or not TOKEN_PATTERN.fullmatch(token)):
+        raise MochiError(f"The cache manifest '{path}' has temporary_token = {_short(token)}; it must be "
+                         f"{TOKEN_LENGTH} lower-case hexadecimal digits.")
     physics = data.get("physics")
     if not isinstance(physics, dict):
         raise MochiError(f"The cache manifest '{path}' has no readable physics.")
@@ -92,18 +99,37 @@ def _short(value) -> str:
 
 
 def physics_from_manifest(data: dict, path: str | os.PathLike):
-    """The ``Physics`` a checked manifest records.
+    """The ``Physics`` a checked manifest records, every value within the ranges a preset's must lie in
+    (``engine.settings_schema.check_physics``: a re-signed manifest cannot ask for what no preset can).
 
     Raises:
-        MochiError: the physics entry cannot be turned back into physics.
+        MochiError: the physics entry cannot be turned back into physics, or a value is out of range
+            (naming the setting).
     """
     from .model import Physics
+    from .settings_schema import check_physics
 
     try:
-        return Physics.from_json(data["physics"])
+        physics = Physics.from_json(data["physics"])
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise MochiError(f"The physics in the cache manifest '{path}' cannot be read ({type(exc).__name__}: "
                          f"{exc}).") from None
+    check_physics(physics, f"The physics in the cache manifest '{path}'")
+    return physics
+
+
+def check_same_physics(data: dict, physics, path: str | os.PathLike) -> None:
+    """Refuse a manifest whose physics are not ``physics``, what the scene resolves to now (a re-signed
+    manifest could otherwise change the bake behind its preset's back).
+
+    Raises:
+        MochiError: naming the settings that differ.
+    """
+    now = physics.to_json()
+    if digest(data["physics"]) != digest(now):
+        raise MochiError(f"The physics in the cache manifest '{path}' are not what the scene resolves to now "
+                         f"({changes(data['physics'], now)}), so the bake cannot continue exactly; bake again "
+                         "with overwrite.")
 
 
 def check_frames_present(folder: str | os.PathLike, frames_completed: int, frame_path) -> None:
@@ -236,15 +262,20 @@ def with_manifest_digest(data: dict) -> dict:
 
 
 def check_manifest_digest(data: dict, path: str | os.PathLike) -> None:
-    """Refuse a manifest edited since the bake wrote it (manifests without a digest pass).
+    """Refuse a manifest edited since the bake wrote it, or one without its own digest (written by hand
+    or by an engine before the digest existed): nothing it lists is trusted then, so nothing in its
+    folder is deleted, replaced or resumed.
 
     Raises:
-        MochiError: the digest does not match the entries.
+        MochiError: the digest is missing or does not match the entries.
     """
     expected = data.get(MANIFEST_DIGEST_KEY)
-    if expected is not None and with_manifest_digest(data)[MANIFEST_DIGEST_KEY] != expected:
-        raise MochiError(f"The cache manifest '{path}' was edited after the bake wrote it, so the bake cannot "
-                         "continue exactly; bake again with overwrite.")
+    if expected is None:
+        raise MochiError(f"The cache manifest '{path}' has no digest of its own (written by hand, or by an older "
+                         "engine), so Mochi cannot trust the files it lists and changes nothing in that folder.")
+    if with_manifest_digest(data)[MANIFEST_DIGEST_KEY] != expected:
+        raise MochiError(f"The cache manifest '{path}' was edited after the bake wrote it, so Mochi cannot trust "
+                         "the files it lists and changes nothing in that folder.")
 
 
 def check_frame_digest(folder: str | os.PathLike, manifest: dict, frame: int, name: str) -> None:

@@ -14,9 +14,11 @@ atomically, so a reader always sees complete files.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
+import stat
 import sys
 import time
 from pathlib import Path
@@ -28,7 +30,7 @@ try:
 except ImportError:  # Windows
     fcntl = None
 
-from .atomic import write_atomic
+from .atomic import TOKEN_LENGTH, write_atomic
 from .errors import MochiError
 
 LOCK_NAME = ".mochi.lock"
@@ -42,6 +44,50 @@ def _program() -> str:
         version = getattr(getattr(sys.modules["bpy"], "app", None), "version_string", "")
         return f"Blender {version}".strip()
     return " ".join([name, *sys.argv[1:3]])[:120]
+
+
+#: The keys of an owner record (``format`` is 'mochi-lock-owner'; records of earlier engines lack it).
+OWNER_KEYS = {"pid", "host", "program", "since", "action"}
+OWNER_FORMAT = "mochi-lock-owner"
+#: An owner record is a few hundred bytes; a larger file is not one.
+OWNER_MAX_BYTES = 4096
+
+
+def is_owner_record(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a regular file holding a lock-owner record and nothing else (JSON with exactly
+    the keys a ``CacheLock`` writes), so that replacing or removing it loses nothing of anyone's.
+
+    Proof by contents: whoever made such a file made a Mochi owner record, whatever it was for."""
+    try:
+        info = os.lstat(path)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > OWNER_MAX_BYTES:
+            return False
+        record = json.loads(Path(path).read_bytes())
+    except (OSError, ValueError):
+        return False
+    keys = set(record) if isinstance(record, dict) else set()
+    return keys == OWNER_KEYS or (keys == OWNER_KEYS | {"format"} and record["format"] == OWNER_FORMAT)
+
+
+def is_owner_temporary(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a temporary of an owner record that a holder killed while writing it left:
+    '..mochi.lock.owner.tmp-TOKEN' (``engine.atomic``'s name) holding the start of a record, or nothing.
+
+    Proof by contents again: such a file holds nothing of anyone's, so the next holder removes it."""
+    path = Path(path)
+    prefix = f".{OWNER_NAME}.tmp-"
+    token = path.name[len(prefix):]
+    if not path.name.startswith(prefix) or len(token) != TOKEN_LENGTH or token.strip("0123456789abcdef"):
+        return False
+    try:
+        info = os.lstat(path)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > OWNER_MAX_BYTES:
+            return False
+        data = path.read_bytes()
+    except OSError:
+        return False
+    start = f'{{"format": "{OWNER_FORMAT}", "pid": '.encode()
+    return start.startswith(data) or data.startswith(start)
 
 
 #: How long a refused process waits for the holder's owner file [s]: the holder writes it just after it
@@ -80,6 +126,7 @@ class CacheLock:
         self.action = action
         self._fd: int | None = None
         self._lock = None
+        self._record: bytes | None = None  # the owner record this lock wrote, while held
         if fcntl is None:
             # thread_local=False: Blender takes the lock in its bake thread and may release it from the
             # same object in another; is_singleton=False so that two bakes in one process exclude each other.
@@ -110,18 +157,32 @@ class CacheLock:
             raise self._refused() from None
         except OSError as exc:
             raise MochiError(f"Cannot lock the cache folder '{self.folder}': {exc.strerror or exc}.") from None
-        owner = {"pid": os.getpid(), "host": socket.gethostname(), "program": _program(), "since": time.time(),
-                 "action": self.action}
-        try:
-            write_atomic(self.folder / OWNER_NAME, lambda handle: handle.write(json.dumps(owner).encode()))
-        except MochiError:
-            pass  # the lock holds without its description (a full disk is reported by the frame writes)
+        owner = {"format": OWNER_FORMAT, "pid": os.getpid(), "host": socket.gethostname(), "program": _program(),
+                 "since": time.time(), "action": self.action}
+        record = json.dumps(owner).encode()
+        path = self.folder / OWNER_NAME
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(self.folder):
+                if is_owner_temporary(entry.path):
+                    os.unlink(entry.path)  # what a holder killed while writing its record left
+        # A record a killed holder left is replaced; any other file of that name is not (engine.cache_files
+        # then names it as not Mochi's), and the lock holds without its description.
+        if not os.path.lexists(path) or is_owner_record(path):
+            try:
+                write_atomic(path, lambda handle: handle.write(record))
+                self._record = record
+            except MochiError:
+                pass  # the lock holds without its description (a full disk is reported by the frame writes)
         return self
 
     def release(self) -> None:
         if not self.held:
             return
-        (self.folder / OWNER_NAME).unlink(missing_ok=True)
+        record, self._record = self._record, None
+        path = self.folder / OWNER_NAME
+        with contextlib.suppress(OSError):
+            if record is not None and path.read_bytes() == record:
+                path.unlink()  # the record this lock wrote, and only that
         if self._lock is not None:
             self._lock.release()
         else:

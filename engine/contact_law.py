@@ -158,6 +158,33 @@ def law_tables(physics) -> tuple[np.ndarray, np.ndarray]:
     return pair, wall
 
 
+#: The friction cap whose tangential force converges as dt shrinks under Hertz–Mindlin. The caps that put
+#: the dashpot inside the capped force ('clipped', 'absolute') reset a sliding spring to −(F + γ_t v)/k_t,
+#: and γ_t/k_t ∝ δ^(−1/4) grows without bound at the first touch (k_t ∝ √δ), so the smaller dt, the
+#: shallower the first step's contact and the longer the spring it starts with: a 20° oblique impact's
+#: spin keeps growing as dt shrinks (docs/physics.md; tests/engine/test_hertz_friction_convergence.py).
+#: The linear law's k_t is constant, and every cap converges there.
+HERTZ_CONVERGED_CAP = "spring"
+
+
+def friction_cap_notes(physics) -> tuple[str, ...]:
+    """The sentence for a Hertz scene whose friction cap does not converge in dt (``HERTZ_CONVERGED_CAP``),
+    or none."""
+    if physics.contact_normal != "hertz" or physics.friction_cap == HERTZ_CONVERGED_CAP:
+        return ()
+    return (f"With the Hertz contact law the friction cap '{physics.friction_cap}' depends on dt (an oblique "
+            "impact's spin keeps growing as dt shrinks); [contact] friction_cap = "
+            f"\"{HERTZ_CONVERGED_CAP}\" converges (docs/physics.md).",)
+
+
+def largest_youngs_modulus(physics) -> float | None:
+    """The largest Young's modulus [Pa] of the grains and walls of a Hertz scene (what sets its dt), or None
+    for the linear law."""
+    if physics.contact_normal != "hertz":
+        return None
+    return max([m.youngs_modulus for m in physics.materials] + [physics.domain.wall_youngs_modulus])
+
+
 def contact_coefficients(stiffness: float, beta: float, m_eff: float, *, shear_modulus: float | None = None,
                          r_eff: float = 0.0, overlap: float = 0.0) -> tuple[float, float, float, float]:
     """(k_n [N/m], γ_n [kg/s], k_t [N/m], γ_t [kg/s]) of one contact.

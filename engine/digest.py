@@ -8,10 +8,13 @@ differ between two canonical values (the manifest keeps the canonical inputs for
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import hashlib
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +28,39 @@ def file_digest(path: str | Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+#: SHA-256 of the files read during one command, by (device, inode, size, mtime, ctime), or None outside
+#: ``files_read_once``: proving a bake's files before and again under its lock reads each once.
+_KNOWN_FILES: contextvars.ContextVar[dict | None] = contextvars.ContextVar("known_file_digests", default=None)
+
+
+@contextlib.contextmanager
+def files_read_once():
+    """Within the block (one bake, resume or free), ``file_digest_known`` reads each version of a file
+    once. Only within one command: timestamps are coarse, so a file rewritten to the same size a moment
+    later could look unchanged to a memory kept longer."""
+    token = _KNOWN_FILES.set({})
+    try:
+        yield
+    finally:
+        _KNOWN_FILES.reset(token)
+
+
+def file_digest_known(path: str | Path, info: os.stat_result) -> str:
+    """``file_digest(path)`` for the file ``info`` (its ``os.lstat``) describes; inside
+    ``files_read_once`` each version of a file is read once.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    known = _KNOWN_FILES.get()
+    if known is None:
+        return file_digest(path)
+    key = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+    if key not in known:
+        known[key] = file_digest(path)
+    return known[key]
 
 
 def canonical(value: Any) -> Any:

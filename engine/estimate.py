@@ -29,6 +29,12 @@ thread when another process makes all threads slower (engine.backends.cpu_thread
 starts its thread choice afresh after the warm-up step (which compiles, and would count as all threads
 being slow), and its figure is the median of the chunks stepped wholly on the count the choice ended
 on, not of chunks that mixed in the tries of the other count; the estimate says which count that was.
+
+Before any scene is measured, ``work_seconds`` gives the count-based figure Pack's sentence and the
+panel show: the grain-steps at the cost per grain-step of this session's last measurement (or one
+measured in Blender's window), so that Pack, the panel and Bake show one estimate that is refined as it
+measures (docs/estimate.md). ``estimate_bake(should_stop=...)`` lets Esc stop a measurement between
+chunks of 4 steps.
 """
 
 from __future__ import annotations
@@ -64,6 +70,13 @@ LOOSE_SHARE_PROBED = 0.2
 RAY_BUDGET = 2e8
 #: Grains the packed/loose classification looks at (a random sample of larger scenes).
 CLASSIFY_SAMPLE = 20000
+#: Wall-clock seconds of one grain's step before anything was measured in this session [s]: Quick
+#: Grains' Suzanne (57,702 grains of sand) baked in Blender's window on the 2-core machine took 2 h 55 min
+#: for 248 frames of 375 steps, 1.95e-6 s a grain-step. The count-based figure it replaces assumed 2e-7 s
+#: (a 5,000-grain pile baked by the command line alone on the machine) and promised 17 min for that bake.
+GRAIN_STEP_SECONDS_UNMEASURED = 1.95e-6
+
+_measured_grain_step: list[float] = []  # the last measurement's seconds per grain-step in this process
 
 
 @dataclass(frozen=True)
@@ -155,6 +168,29 @@ class BakeEstimate:
                 f"estimated bake time {format_duration(self.bake_seconds)} for {self.frames} frames ({per_step})"]
 
 
+def grain_step_seconds() -> tuple[float, bool]:
+    """(Wall-clock seconds per grain per step [s], whether it was measured on this machine in this
+    session): the last ``estimate_bake``'s figure, else ``GRAIN_STEP_SECONDS_UNMEASURED``."""
+    if _measured_grain_step:
+        return _measured_grain_step[-1], True
+    return GRAIN_STEP_SECONDS_UNMEASURED, False
+
+
+def work_seconds(particle_count: int, steps: int) -> float:
+    """The bake time of ``steps`` steps of ``particle_count`` grains before the scene is measured [s]: the
+    grain-steps at ``grain_step_seconds``. Pack's sentence and the panel show it until the measurement
+    after Pack (``estimate_bake``) replaces it; the running bake then refines that."""
+    return float(particle_count) * float(max(steps, 0)) * grain_step_seconds()[0]
+
+
+def _remember(estimate: "BakeEstimate") -> None:
+    """Keep ``estimate``'s seconds per grain-step for ``work_seconds`` (the count-based figures that
+    come before the next measurement)."""
+    steps = estimate.steps_per_frame * estimate.frames
+    if estimate.particle_count > 0 and steps > 0 and estimate.bake_seconds > 0:
+        _measured_grain_step[:] = [estimate.bake_seconds / (estimate.particle_count * steps)]
+
+
 def format_duration(seconds: float) -> str:
     """'42 s', '3 min 20 s', '2 h 05 min'."""
     seconds = max(0.0, float(seconds))
@@ -166,7 +202,7 @@ def format_duration(seconds: float) -> str:
 
 
 def _time_steps(runner, state, probe_steps: int, probe_seconds: float, *, chunk: int = 4,
-                clock=time.perf_counter) -> tuple[float, float, ThreadCountChooser | None]:
+                clock=time.perf_counter, should_stop=None) -> tuple[float, float, ThreadCountChooser | None]:
     """(warm-up step [s], time of one step [s], the runner's thread choice or None) of ``runner`` from
     ``state``.
 
@@ -175,8 +211,10 @@ def _time_steps(runner, state, probe_steps: int, probe_seconds: float, *, chunk:
     probe does, as it will through the bake (and ``BakeEstimate.remaining_seconds`` follows it after).
     A runner that chooses its thread count (engine.backends.cpu_threads) starts choosing after the
     warm-up, and only the chunks stepped wholly on the count it ends on count, when there are any.
-    ``clock`` reads seconds (a parameter for tests).
+    ``clock`` reads seconds (a parameter for tests). ``should_stop()`` is asked before each chunk; when
+    it answers True, ``BakeCancelled`` is raised.
     """
+    _stop_if(should_stop)
     runner.set_state(state)
     began = clock()
     runner.step(1)
@@ -186,6 +224,7 @@ def _time_steps(runner, state, probe_steps: int, probe_seconds: float, *, chunk:
         runner.threads = None  # the warm-up compiled: its step says nothing about the thread counts
     chunks, began = [], clock()  # (seconds per step, the one thread count of the chunk or 0)
     while len(chunks) * chunk < probe_steps and clock() - began < probe_seconds:
+        _stop_if(should_stop)
         before = _steps_by_count(runner)
         chunk_began = clock()
         runner.step(chunk)
@@ -198,6 +237,14 @@ def _time_steps(runner, state, probe_steps: int, probe_seconds: float, *, chunk:
         chooser = None
     on_choice = [seconds for seconds, threads in chunks if chooser is not None and threads == chooser.current]
     return warmup, float(np.median(on_choice or [seconds for seconds, _ in chunks])), chooser
+
+
+def _stop_if(should_stop) -> None:
+    """Raise ``BakeCancelled`` when ``should_stop`` (None, or a callable) says so."""
+    from .errors import BakeCancelled
+
+    if should_stop is not None and should_stop():
+        raise BakeCancelled()
 
 
 def _steps_by_count(runner) -> dict[int, int]:
@@ -345,7 +392,7 @@ def frame_costs(*, frames: int, steps_per_frame: int, fps: float, start_step: fl
 
 def estimate_bake(setup: SceneSetup, *, frames: int, backend: str = "cpu", log=lambda message: None,
                   probe_steps: int = PROBE_STEPS, probe_seconds: float = PROBE_SECONDS,
-                  rt_device: str | None = None) -> BakeEstimate:
+                  rt_device: str | None = None, should_stop=None) -> BakeEstimate:
     """Time a few steps of ``setup`` (and of its grains packed) on ``backend``; predict ``frames`` frames.
 
     Args:
@@ -356,16 +403,21 @@ def estimate_bake(setup: SceneSetup, *, frames: int, backend: str = "cpu", log=l
         probe_steps: Most steps to time after each probe's warm-up step.
         probe_seconds: Most wall-clock time for each probe's timed steps [s].
         rt_device: Device kind for rt or auto, as for ``engine.bake.bake``.
+        should_stop: Asked between chunks of 4 steps (and before each probe): True stops the estimate
+            with ``BakeCancelled`` (Esc in Blender, within a fraction of a second after the kernels
+            are compiled).
 
     Raises:
         MochiError: the backend cannot run the scene (as the bake would).
+        BakeCancelled: ``should_stop`` answered True.
     """
     from .errors import MochiError
 
     model, choice = setup.model, setup.time_step
     runner = make_backend(backend, model, log=log, rt_device=rt_device)
     log("Timing a few steps (the first bake after an install also compiles the kernels, ~45 s)...")
-    warmup, per_step, chooser = _time_steps(runner, setup.state.copy(), probe_steps, probe_seconds)
+    warmup, per_step, chooser = _time_steps(runner, setup.state.copy(), probe_steps, probe_seconds,
+                                            should_stop=should_stop)
 
     loose_share, landing = loose_landing_times(setup)
     packed_step = per_step
@@ -376,7 +428,8 @@ def estimate_bake(setup: SceneSetup, *, frames: int, backend: str = "cpu", log=l
                 # The backend the first probe ended up on ('auto' may have fallen back), not a new choice.
                 packed_runner = make_backend(runner.name or backend, packed[0], log=lambda message: None,
                                              rt_device=rt_device if runner.name == "rt" else None)
-                _, probed, _ = _time_steps(packed_runner, packed[1], probe_steps, probe_seconds)
+                _, probed, _ = _time_steps(packed_runner, packed[1], probe_steps, probe_seconds,
+                                           should_stop=should_stop)
                 packed_step = PACKED_COST_FACTOR * probed
             except MochiError:
                 packed_step = per_step  # a state this backend refuses: no better guess than the start
@@ -384,9 +437,11 @@ def estimate_bake(setup: SceneSetup, *, frames: int, backend: str = "cpu", log=l
     physics = model.physics
     costs = frame_costs(frames=bake_frames, steps_per_frame=physics.steps_per_frame, fps=physics.fps,
                         start_step=per_step, packed_step=packed_step, landing=landing)
-    return BakeEstimate(particle_count=model.particle_count, dt=choice.dt, stiffness=choice.stiffness,
+    estimate = BakeEstimate(particle_count=model.particle_count, dt=choice.dt, stiffness=choice.stiffness,
                         steps_per_frame=physics.steps_per_frame, expected_overlap=choice.expected_overlap,
                         impact_speed=choice.impact_speed, seconds_per_step=per_step, frames=bake_frames,
                         warmup_seconds=warmup, backend=runner.describe(), packed_seconds_per_step=packed_step,
                         frame_seconds=costs, loose_fraction=float(loose_share),
                         threads=chooser.current if chooser else 0, threads_allowed=chooser.most if chooser else 0)
+    _remember(estimate)
+    return estimate

@@ -12,7 +12,6 @@ import os
 import sys
 from pathlib import Path
 
-from .atomic import write_atomic
 
 WEDGE_JOB_TYPE = "mochi-wedge"
 #: Flamenco's names for the submitter's platform (Go's runtime.GOOS).
@@ -47,9 +46,8 @@ def wedge_job(*, name: str, variant_count: int, wedge_arguments: str, mochi: str
     return job
 
 
-def write_wedge_job(path: str | os.PathLike, **job) -> Path:
-    """Write ``wedge_job(**job)`` as JSON to ``path`` (atomically); returns the path."""
-    path = Path(path)
+def write_wedge_job(plan, path: str | os.PathLike, **job) -> Path:
+    """Write ``wedge_job(**job)`` as JSON to ``path`` through ``plan`` (an ``engine.output_files.OutputPlan``
+    naming it: a job file Mochi cannot prove it wrote is not replaced); returns the path."""
     document = json.dumps(wedge_job(**job), indent=2).encode("utf-8")
-    write_atomic(path, lambda handle: handle.write(document))
-    return path
+    return plan.write(path, lambda handle: handle.write(document))

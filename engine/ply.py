@@ -7,6 +7,7 @@ point attribute.
 
 from __future__ import annotations
 
+import io
 import os
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from plyfile import PlyData, PlyElement, PlyListProperty
 
 from .atomic import write_atomic
 from .errors import MochiError
+from .state import check_particles
 
 
 def write_points(path: str | os.PathLike, columns: dict[str, np.ndarray]) -> None:
@@ -31,12 +33,20 @@ def write_points(path: str | os.PathLike, columns: dict[str, np.ndarray]) -> Non
     Raises:
         MochiError: the folder cannot be written.
     """
-    path = Path(path)
+    data = encode_points(columns)
+    write_atomic(Path(path), lambda handle: handle.write(data))
+
+
+def encode_points(columns: dict[str, np.ndarray]) -> bytes:
+    """The bytes of the binary little-endian PLY ``write_points`` writes for ``columns`` (a bake records
+    their digest in its manifest before it writes them)."""
     count = len(next(iter(columns.values())))
     table = np.empty(count, dtype=[(name, np.asarray(col).dtype.str) for name, col in columns.items()])
     for name, col in columns.items():
         table[name] = col
-    write_atomic(path, lambda handle: PlyData([PlyElement.describe(table, "vertex")], byte_order="<").write(handle))
+    buffer = io.BytesIO()
+    PlyData([PlyElement.describe(table, "vertex")], byte_order="<").write(buffer)
+    return buffer.getvalue()
 
 
 #: Bytes a PLY header may take before 'end_header'.
@@ -103,20 +113,15 @@ def read_particles(path: str | os.PathLike, *, spins: bool = False) -> tuple:
     velocities (n, 3) float32 [rad/s] of optional wx wy wz columns (a Mochi cache frame has them), or None.
 
     Raises:
-        MochiError: as ``read_points``, plus no points, NaN positions, or a radius that is not positive.
+        MochiError: as ``read_points``, plus no points, or a position or radius a simulation cannot hold
+            (``engine.state.check_particles``: NaN, beyond ±10⁶ m, a radius outside 10⁻⁸–10³ m).
     """
     cols = read_points(path)
     positions = np.stack([cols["x"], cols["y"], cols["z"]], axis=1).astype(np.float32)
     radius = cols["radius"].astype(np.float32)
     if positions.shape[0] == 0:
         raise MochiError(f"'{path}' holds no particles.")
-    bad = ~np.isfinite(positions).all(axis=1)
-    if bad.any():
-        raise MochiError(f"'{path}': particle {int(np.flatnonzero(bad)[0])} has a NaN or infinite position.")
-    bad = ~(np.isfinite(radius) & (radius > 0))
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise MochiError(f"'{path}': particle {i} has radius {radius[i]!r}; every radius must be positive.")
+    check_particles(positions, radius, f"'{path}'")
     velocities = None
     if all(name in cols for name in ("vx", "vy", "vz")):
         velocities = np.stack([cols["vx"], cols["vy"], cols["vz"]], axis=1).astype(np.float32)

@@ -18,8 +18,9 @@ from .errors import MochiError
 from .fields import FIELD_KINDS
 from .model import SIDES
 from .preset_colliders import ColliderSpec, parse_colliders
-from .settings_schema import (AUTO, FIELD, GRAIN, INTEGER_LIMIT, NUMBER_LIMIT, SOURCE, TIME, WALL, attribute,
-                              choices_for, model_keys, read_model, read_surface, settings_dataclass, settings_for)
+from .settings_schema import (AUTO, COORDINATE_LIMIT, FIELD, FPS_RANGE, GRAIN, INTEGER_LIMIT, NUMBER_LIMIT,
+                              RADIUS_RANGE, SOURCE, TIME, WALL, attribute, choices_for, model_keys, read_model,
+                              read_surface, settings_dataclass, settings_for)
 from .settings_schema import short_repr as _short
 
 
@@ -104,9 +105,10 @@ Preset = settings_dataclass("Preset", _Preset, (WALL, TIME), model="all")
 # --- validation helpers -------------------------------------------------------------------------
 
 
-#: Largest coordinate, offset, velocity or acceleration component [m, m/s, m/s²]: far beyond any scene,
-#: far below float32's 3.4e38, whose neighbourhood turns grid sizes negative.
-VECTOR_LIMIT = 1.0e6
+#: Largest coordinate, offset, velocity or acceleration component [m, m/s, m/s²]: the schema's
+#: ``COORDINATE_LIMIT`` (far beyond any scene, far below float32's 3.4e38, whose neighbourhood turns grid
+#: sizes negative).
+VECTOR_LIMIT = COORDINATE_LIMIT
 #: Mesh copies of one emitter: each is packed and simulated; more is a mistake, not a scene.
 MAX_COPIES = 1000
 
@@ -274,7 +276,7 @@ def parse_preset(data: dict, source: str) -> Preset:
         source=source,
         name=c.string(scene, "[scene]", "name", Path(source).stem),
         description=c.string(scene, "[scene]", "description", ""),
-        fps=c.number(scene, "[scene]", "fps", 25.0, low=0, low_open=True, high=10_000),
+        fps=c.number(scene, "[scene]", "fps", 25.0, low=FPS_RANGE[0], high=FPS_RANGE[1]),
         frames=c.number(scene, "[scene]", "frames", 10, low=1, high=1_048_574, integer=True),
         up_axis=c.string(scene, "[scene]", "up", "y", choices=("y", "z")).upper(),
         **c.surface(time, "[time]", TIME),
@@ -304,6 +306,8 @@ def _parse_emitter(c: _Checker, raw: Any, where: str, material_names: list[str],
             radius = (r, r)
         if radius[0] <= 0 or radius[1] < radius[0]:
             c.fail(f"{where} radius", f"must be a positive number or [min, max] with 0 < min ≤ max, not {value!r}")
+        if radius[0] < RADIUS_RANGE[0] or radius[1] > RADIUS_RANGE[1]:
+            c.fail(f"{where} radius", f"must be from {RADIUS_RANGE[0]:g} to {RADIUS_RANGE[1]:g} m, not {_short(value)}")
     count = c.number(e, where, "count", None, low=1, integer=True)
     path = c.string(e, where, "path", "")
     if kind == "box":
@@ -338,7 +342,7 @@ def _parse_emitter(c: _Checker, raw: Any, where: str, material_names: list[str],
         object_id=c.number(e, where, "object_id", 0, low=0, high=INTEGER_LIMIT - len(copy_offsets) + 1, integer=True),
         path=str((folder / path).resolve()) if path else "",
         shell=c.number(e, where, "shell", 0, low=0, integer=True),
-        fit=c.number(e, where, "fit", None, low=0, low_open=True),
+        fit=c.number(e, where, "fit", None, low=RADIUS_RANGE[0], high=COORDINATE_LIMIT),
         center=c.vector(e, where, "center", None),
         rotation=c.vector(e, where, "rotation", (0.0, 0.0, 0.0)),
         copies=copy_offsets,

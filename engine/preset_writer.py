@@ -3,7 +3,9 @@
 The inverse of ``engine.preset``'s reader for what a scene can be saved as. Meshes are written as
 binary PLY with float64 vertices (read back by ``engine.packing.mesh.read_trimesh``), so a mesh read back is bit-identical to the one written and a saved
 scene packs exactly the same spheres. Every file is written atomically; the TOML last, so a preset on
-disk never names a mesh that is not there.
+disk never names a mesh that is not there. An existing preset or mesh file is replaced only when Mochi
+can prove it wrote it (``engine.output_files``: saving a scene again over its own preset works), else
+refused before anything is written, unless ``overwrite``.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .atomic import write_atomic
 from .errors import MochiError
+from .output_files import OVERWRITE_HINT, OutputPlan, plan_outputs
 from .preset import parse_preset
 
 #: Folder beside the TOML that holds its meshes.
@@ -58,8 +60,8 @@ def mesh_file_name(name: str) -> str:
     return (re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "mesh") + ".ply"
 
 
-def write_mesh_ply(path: str | os.PathLike, vertices: np.ndarray, triangles: np.ndarray) -> None:
-    """A triangle mesh as binary PLY, float64 vertices [m] (V, 3) and int32 faces (T, 3), atomically.
+def write_mesh_ply(path: str | os.PathLike, vertices: np.ndarray, triangles: np.ndarray, plan: OutputPlan) -> None:
+    """A triangle mesh as binary PLY, float64 vertices [m] (V, 3) and int32 faces (T, 3), through ``plan``.
 
     Written with plyfile rather than trimesh's exporter, which rounds vertices to float32.
     """
@@ -71,11 +73,11 @@ def write_mesh_ply(path: str | os.PathLike, vertices: np.ndarray, triangles: np.
     faces = np.empty(len(triangles), dtype=[("vertex_indices", "i4", (3,))])
     faces["vertex_indices"] = np.asarray(triangles, np.int32)
     data = PlyData([PlyElement.describe(table, "vertex"), PlyElement.describe(faces, "face")], byte_order="<")
-    write_atomic(path, lambda handle: data.write(handle))
+    plan.write(path, lambda handle: data.write(handle))
 
 
 def write_preset(path: str | os.PathLike, document: dict, meshes: dict[str, tuple[np.ndarray, np.ndarray]], *,
-                 overwrite: bool = False) -> Path:
+                 overwrite: bool = False, overwrite_hint: str = OVERWRITE_HINT) -> Path:
     """Write ``document`` as the preset ``path`` and each mesh beside it under ``meshes/``.
 
     Args:
@@ -83,15 +85,16 @@ def write_preset(path: str | os.PathLike, document: dict, meshes: dict[str, tupl
         document: The preset's tables, as ``engine.preset.parse_preset`` reads them; mesh paths relative
             to the preset (``meshes/NAME.ply``).
         meshes: Relative path (as named in the document) → (vertices [m] (V, 3), triangles (T, 3)).
-        overwrite: Replace a preset file or mesh file that exists already (else refused, before
-            anything is written: a meshes/Cube.ply beside OUT may be someone else's).
+        overwrite: Replace a preset file or mesh file that Mochi cannot prove it wrote (else refused,
+            before anything is written: a meshes/Cube.ply beside OUT may be someone else's).
+        overwrite_hint: How a refusal says to allow that ('add --overwrite' on the command line).
 
     Returns:
         The preset's absolute path.
 
     Raises:
-        MochiError: a path that is not a .toml, a folder that cannot be written, a file that exists
-            without ``overwrite``, or a document that would not read back as a valid preset (all
+        MochiError: a path that is not a .toml, a folder that cannot be written, a file Mochi cannot
+            prove it wrote without ``overwrite``, or a document that would not read back as a valid preset (all
             checked before anything is written).
     """
     import tomli_w
@@ -101,15 +104,11 @@ def write_preset(path: str | os.PathLike, document: dict, meshes: dict[str, tupl
         raise MochiError(f"A preset is a .toml file, not '{path.name}'.")
     text = tomli_w.dumps(document)
     parse_preset(tomllib.loads(text), str(path))  # refuse before writing what would not load
-    if not overwrite:
-        for target in [path, *(path.parent / relative for relative in meshes)]:
-            if os.path.lexists(target):
-                raise MochiError(f"'{target}' already exists; choose another folder or add --overwrite.")
-    try:
-        (path.parent / MESH_FOLDER).mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise MochiError(f"Cannot create '{path.parent / MESH_FOLDER}': {exc.strerror or exc}.") from None
+    for relative in meshes:
+        if Path(relative).parent.as_posix() != MESH_FOLDER or not Path(relative).name:
+            raise ValueError(f"mesh path {relative!r} is not in {MESH_FOLDER}/")  # the writer's own names
+    plan = plan_outputs([path, *(path.parent / relative for relative in meshes)], overwrite=overwrite,
+                        hint=overwrite_hint)
     for relative, (vertices, triangles) in meshes.items():
-        write_mesh_ply(path.parent / relative, vertices, triangles)
-    write_atomic(path, lambda handle: handle.write(text.encode("utf-8")))
-    return path
+        write_mesh_ply(path.parent / relative, vertices, triangles, plan)
+    return plan.write(path, lambda handle: handle.write(text.encode("utf-8")))

@@ -13,16 +13,15 @@ from pathlib import Path
 import numpy as np
 
 from .budget import check_memory
-from .contact_law import (CONTACT_NORMAL_LAWS, FRICTION_CAPS, check_hertz_materials, cohesion_notes,
-                          surface_cohesion_notes)
+from .contact_law import check_hertz_materials, cohesion_notes, friction_cap_notes, surface_cohesion_notes
 from .errors import MochiError
 from .fields import ForceField, field_max_acceleration
 from .model import Body, Domain, Gravity, Material, Model, Physics, build_model, particle_masses
 from .ply import read_particles
 from .preset import EmitterSpec, Preset
 from .preset_colliders import colliders_from_specs
-from .settings_schema import WALL, model_values, surface_values
-from .state import State, make_state
+from .settings_schema import WALL, check_physics, model_values, surface_values
+from .state import State, check_particles, make_state
 from .timestep import (TimeStepChoice, choose_time_step, expected_impact_speed, hertz_contacts,
                        rayleigh_time)
 
@@ -211,6 +210,16 @@ def setup_from_arrays(*, positions: np.ndarray, radius: np.ndarray, velocities: 
     radius = np.ascontiguousarray(radius, np.float32)
     if radius.shape != (state.particle_count,):
         raise MochiError(f"There are {state.particle_count} positions but {radius.shape[0]} radii.")
+    check_particles(state.positions, radius, "This scene")
+    # Every setting within the schema's range before any of them is computed with (a density of 1e-300
+    # would divide by zero in the time step's choice); the resolved ones are checked again below.
+    model_choices = dict(rebuild_interval=rebuild_interval, seed=seed, friction_model=friction_model,
+                         rotation=rotation, integrator=integrator, contact_normal=contact_normal,
+                         friction_cap=friction_cap)
+    if contact_normal == "hertz":  # its sentence names the material
+        check_hertz_materials(materials, domain)
+    check_physics(Physics(materials=materials, domain=domain, gravity=gravity, fields=tuple(fields),
+                          bodies=tuple(bodies), dt=dt, stiffness=stiffness, **model_choices), "This scene")
     spin = np.sqrt((state.angular_velocities.astype(np.float64) ** 2).sum(axis=1))
     if not rotation and spin.any():
         raise MochiError(f"Particle {int(np.flatnonzero(spin)[0])} is given an initial spin (angular velocity) "
@@ -238,13 +247,8 @@ def setup_from_arrays(*, positions: np.ndarray, radius: np.ndarray, velocities: 
     g_norm = float(np.linalg.norm(g))
     turning = gravity.rotation_axis is not None and gravity.rotation_rate != 0.0
     column = float(domain.size.max()) if turning or g_norm == 0.0 else float(np.abs(g / g_norm) @ domain.size)
-    if contact_normal not in CONTACT_NORMAL_LAWS:
-        raise MochiError(f"Unknown contact law '{contact_normal}': choose one of {', '.join(CONTACT_NORMAL_LAWS)}.")
-    if friction_cap not in FRICTION_CAPS:
-        raise MochiError(f"Unknown friction cap '{friction_cap}': choose one of {', '.join(FRICTION_CAPS)}.")
     hertz, rayleigh = None, math.inf
     if contact_normal == "hertz":
-        check_hertz_materials(materials, domain)
         hertz = hertz_contacts(materials, domain.wall_youngs_modulus, domain.wall_poisson_ratio, mass, probe.radius,
                                probe.material_index)
         rayleigh = rayleigh_time(materials, probe.radius, probe.material_index)
@@ -253,10 +257,9 @@ def setup_from_arrays(*, positions: np.ndarray, radius: np.ndarray, velocities: 
                               column_height=column, hertz=hertz, rayleigh=rayleigh)
     physics = Physics(materials=materials, domain=domain, gravity=gravity, fields=tuple(fields),
                       stiffness=choice.stiffness, dt=choice.dt, steps_per_frame=choice.steps_per_frame,
-                      fps=float(fps), rebuild_interval=int(rebuild_interval),
-                      speed_limit=SPEED_LIMIT_FACTOR * worst + 1.0, seed=int(seed),
-                      friction_model=friction_model, rotation=bool(rotation), integrator=integrator,
-                      bodies=tuple(bodies), contact_normal=contact_normal, friction_cap=friction_cap)
+                      fps=float(fps), speed_limit=SPEED_LIMIT_FACTOR * worst + 1.0, bodies=tuple(bodies),
+                      **model_choices)
+    check_physics(physics, "This scene's resolved physics")
     model = build_model(radius, physics, material_index=material_index, object_id=object_id, colliders=colliders,
                         positions=state.positions)
     notes = choice.notes
@@ -266,6 +269,7 @@ def setup_from_arrays(*, positions: np.ndarray, radius: np.ndarray, velocities: 
         if colliders is not None:
             notes += surface_cohesion_notes(materials, model.material_index, model.radius, choice.stiffness,
                                             [(f"collider '{c.name}'", c.cohesion) for c in colliders.colliders])
+    notes += friction_cap_notes(physics)
     return SceneSetup(model=model, state=state, name=name, frames=frames, notes=notes, time_step=choice)
 
 

@@ -5,8 +5,8 @@
 
 from __future__ import annotations
 
-from .settings_schema import (COLLIDER, FIELD, GRAIN, KINDS, MODEL_SETTINGS, SOURCE, TIME, WALL, ModelSetting,
-                              attribute, choices_for, label, settings_for, tooltip)
+from .settings_schema import (COLLIDER, COORDINATE_LIMIT, FIELD, FPS_RANGE, GRAIN, KINDS, MODEL_SETTINGS, RADIUS_RANGE,
+                              SOURCE, TIME, WALL, ModelSetting, attribute, choices_for, label, settings_for, tooltip)
 
 
 def settings_markdown() -> str:
@@ -26,7 +26,14 @@ def settings_markdown() -> str:
                                      "a Blender force-field object's others are Blender's own)")}
     lines = ["# Material, surface and model settings", "",
              "Generated from `engine/settings_schema.py` by `python scripts/settings_doc.py`; do not edit.",
-             "A preset, a look or a Blender object that leaves a setting out gets its default.", ""]
+             "A preset, a look or a Blender object that leaves a setting out gets its default.",
+             "Every number has a finite range (*allowed*), checked before any work: a preset, a look, a wedge's "
+             "`--vary`, a scene from Blender and the physics a resumed bake recorded are refused with one sentence "
+             "naming the setting (`engine.settings_schema.check_physics`).",
+             f"Positions (grains, a PLY's points, the domain's corners) and every vector component are within "
+             f"±{COORDINATE_LIMIT:g} m, grain radii from {RADIUS_RANGE[0]:g} to {RADIUS_RANGE[1]:g} m "
+             f"(engine/settings_types.py says why: positions are float32), a preset's `[scene] fps` from "
+             f"{FPS_RANGE[0]:g} to {FPS_RANGE[1]:g}.", ""]
     for surface in KINDS:
         title, read_from = where[surface]
         lines += [f"## {title}", "", f"Read from {read_from}.", "",

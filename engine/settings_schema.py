@@ -25,8 +25,8 @@ Adding a material parameter is one ``Setting`` here plus the physics that reads 
 ``wall_`` (``Domain.wall_friction``, ``[domain] wall_friction``), and the Blender collider properties
 with ``collider_`` (``Object.mochi.collider_friction``), the only two spellings that differ.
 
-No bpy here, and no import of the rest of the engine but ``engine.settings_types`` (the model imports
-this module).
+No bpy here, and no import of the rest of the engine but ``engine.settings_types`` and (for the sentence
+of ``check_physics``) ``engine.errors`` (the model imports this module).
 """
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ import msgspec
 
 # The kinds, limits and types live in engine.settings_types; they are names of this module too, where
 # every reader of the schema looks for them.
-from .settings_types import (AUTO, BLENDER_PREFIX, COLLIDER, ENGINE_PREFIX, FIELD, GRAIN,  # noqa: F401
-                             INTEGER_LIMIT, KINDS, NUMBER_LIMIT, OBJECT_KINDS, SOURCE, SURFACES, TIME, WALL, Choice,
-                             ModelSetting, Setting, is_number, short_repr)
+from .settings_types import (AUTO, BLENDER_PREFIX, COLLIDER, COORDINATE_LIMIT, ENGINE_PREFIX, FIELD,  # noqa: F401
+                             FPS_RANGE, GRAIN, INTEGER_LIMIT, KINDS, NUMBER_LIMIT, OBJECT_KINDS, RADIUS_RANGE, SOURCE, SURFACES,
+                             TIME, WALL, Choice, ModelSetting, Setting, is_number, short_repr)
 
 
 #: Every material and surface setting, in the order panels and tables show them.
@@ -48,27 +48,28 @@ SURFACE_SETTINGS: tuple[Setting, ...] = (
     Setting("thickness", "Thickness", 0.0, "m",
             "Thickness of the collider's surface; grains keep their surface half of it away from each face, on "
             "both sides (0 for a closed mesh or a thin sheet)",
-            soft=(0.0, 0.1), surfaces=(COLLIDER,),
+            high=1.0e3, soft=(0.0, 0.1), surfaces=(COLLIDER,),
             blender={"subtype": "DISTANCE", "unit": "LENGTH", "precision": 4}),
     Setting("density", "Density", 2500.0, "kg/m³",
             "Density of the grains, in kilograms per cubic metre (kg/m³)",
-            low_open=True, high=1.0e5, soft=(1.0, 20000.0), ui_min=1.0e-3, surfaces=(GRAIN,)),
+            low=1.0, high=1.0e5, soft=(1.0, 20000.0), surfaces=(GRAIN,)),
     Setting("restitution", "Restitution", 0.5, "",
             "Share of the normal speed kept after a collision (1 is elastic)",
             "Share of the normal speed a grain keeps after hitting {surface} (averaged with the grain's own "
             "restitution)",
-            low_open=True, high=1.0, soft=(0.01, 1.0), ui_min=0.001, blender={"subtype": "FACTOR"}),
+            low=1.0e-3, high=1.0, soft=(0.01, 1.0), blender={"subtype": "FACTOR"}),
     Setting("friction", "Friction", 0.5, "",
             "Coulomb friction coefficient between grains (0 is frictionless)",
             "Coulomb friction coefficient of {surface} (averaged with the grain's own friction; 0 is "
             "frictionless)",
-            soft=(0.0, 2.0)),
+            high=100.0, soft=(0.0, 2.0)),
     Setting("rolling_friction", "Rolling", 0.0, "",
             "Rolling resistance (dimensionless): the torque that stops grains rolling is capped at this "
             "coefficient times the contact force times the grain radius. 0 rolls freely (glass beads), "
             "0.1–0.3 like sand or gravel, higher like beans; the pile angle grows with it",
             "Rolling resistance of {surface} (dimensionless, averaged with the grain's own Rolling; a grain "
-            "rests on a slope of angle θ while tan θ stays below it). Acts on Rotating Grains only"),
+            "rests on a slope of angle θ while tan θ stays below it). Acts on Rotating Grains only",
+            high=100.0),
     Setting("cohesion", "Stickiness", 0.0, "Pa",
             "Cohesion in pascals (Pa = J/m³): touching grains pull together with this value times their "
             "contact area, like damp sand, snow or sugar. With the linear contact spring it only holds grains "
@@ -76,14 +77,14 @@ SURFACE_SETTINGS: tuple[Setting, ...] = (
             "Cohesion of {surface} in pascals (Pa); a grain sticks to {surface} with the smaller of the two "
             "Stickiness values (it binds above about stiffness/(2π·radius); below that it only softens the "
             "contact)",
-            soft=(0.0, 1.0e6)),
+            high=1.0e10, soft=(0.0, 1.0e6)),
     Setting("youngs_modulus", "Young's Modulus", 5.0e6, "Pa",
             "Stiffness of the grains' material in pascals (Pa), for the Hertz–Mindlin contact law (unused by "
             "the linear one). DEM softens real solids (quartz: 7e10 Pa) to about 1e6–1e8 Pa: a softer material "
             "lets grains overlap more and bakes with fewer steps",
             "Young's modulus of {surface} and of every collider in pascals (Pa), for the Hertz–Mindlin contact "
             "law (unused by the linear one)",
-            low_open=True, high=1.0e13, soft=(1.0e4, 1.0e11), ui_min=1.0, surfaces=(GRAIN, WALL),
+            low=1.0e3, high=1.0e13, soft=(1.0e4, 1.0e11), surfaces=(GRAIN, WALL),
             hertz_only=True),
     Setting("poisson_ratio", "Poisson's Ratio", 0.3, "",
             "Poisson's ratio of the grains' material (dimensionless, 0 to 0.5), for the Hertz–Mindlin contact "
@@ -98,15 +99,15 @@ SOURCE_SETTINGS: tuple[Setting, ...] = (
     Setting("small_ratio", "Small Ratio", 0.5, "",
             "Radius of the smallest spheres as a fraction of the largest (1 packs one size; less fills the gaps "
             "with smaller spheres)",
-            low_open=True, high=1.0, soft=(0.1, 1.0), ui_min=0.05, surfaces=(SOURCE,), blender={"subtype": "FACTOR"}),
+            low=0.05, high=1.0, soft=(0.1, 1.0), surfaces=(SOURCE,), blender={"subtype": "FACTOR"}),
     Setting("glue_strength", "Glue", 1.0e5, "Pa",
             "Strength of the bonds of a glued object, in pascals (Pa): a bond breaks when its tension or shear "
             "stress exceeds it. About 1e4 Pa cracks a hand-sized object dropped from knee height; 1e6 Pa holds",
-            low_open=True, soft=(1.0e2, 1.0e7), ui_min=1.0e-3, surfaces=(SOURCE,)),
+            low=1.0e-3, high=1.0e10, soft=(1.0e2, 1.0e7), surfaces=(SOURCE,)),
     Setting("glue_stiffness", "Glue Stiffness", 0.0, "N/m³",
             "Normal stiffness of a glued object's bonds per unit bond area, in newtons per cubic metre (N/m³); "
             "0 makes each bond as stiff as a contact between its two grains",
-            soft=(0.0, 1.0e12), surfaces=(SOURCE,), in_blender=False),
+            high=1.0e15, soft=(0.0, 1.0e12), surfaces=(SOURCE,), in_blender=False),
 )
 
 #: How a scene steps through time, each chosen by the engine unless given (``engine.timestep``). A preset
@@ -115,7 +116,7 @@ TIME_SETTINGS: tuple[Setting, ...] = (
     Setting("dt", "Time Step", 1.0e-4, "s",
             "Simulation time step in seconds (s); a step longer than the stiffness allows is refused before the "
             "bake",
-            low_open=True, high=1.0, soft=(1.0e-6, 1.0e-2), ui_min=1.0e-9, surfaces=(TIME,), automatic=True,
+            low=1.0e-9, high=1.0, soft=(1.0e-6, 1.0e-2), surfaces=(TIME,), automatic=True,
             blender={"subtype": "TIME_ABSOLUTE", "unit": "TIME_ABSOLUTE", "precision": 6, "step": 0.001}),
     Setting("substeps", "Substeps", 400, "",
             "Simulation steps per frame (the time step is the frame's duration divided by it)",
@@ -123,7 +124,7 @@ TIME_SETTINGS: tuple[Setting, ...] = (
     Setting("stiffness", "Stiffness", 1.0e3, "N/m",
             "Spring constant of the linear contact law, in newtons per metre (N/m); Hertz–Mindlin takes its "
             "stiffness from the Young's moduli instead",
-            low_open=True, soft=(1.0, 1.0e7), ui_min=1.0e-6, surfaces=(TIME,), automatic=True),
+            low=1.0e-3, high=1.0e13, soft=(1.0, 1.0e7), surfaces=(TIME,), automatic=True),
 )
 
 #: The numbers of a force field (engine.fields says how each kind uses them). Blender's panel fields carry
@@ -132,31 +133,33 @@ TIME_SETTINGS: tuple[Setting, ...] = (
 FIELD_SETTINGS: tuple[Setting, ...] = (
     Setting("rate", "Rate", 0.0, "rad/s",
             "Angular rate of a rotating field, per second (rad/s)",
-            low=None, soft=(-6.2831853, 6.2831853), surfaces=(FIELD,), blender_default=0.7853982,
+            low=-1.0e4, high=1.0e4, soft=(-6.2831853, 6.2831853), surfaces=(FIELD,), blender_default=0.7853982,
             blender={"subtype": "ANGLE", "unit": "ROTATION"}),
     Setting("strength", "Strength", 1.0, "m/s²",
             "How strong the field is: a vortex's largest swirling acceleration, reached at the core radius "
             "(m/s²); a force, wind or turbulence field's acceleration (m/s²); a factor on a sampled field's "
             "accelerations",
-            low=None, soft=(-100.0, 100.0), surfaces=(FIELD,)),
+            low=-1.0e6, high=1.0e6, soft=(-100.0, 100.0), surfaces=(FIELD,)),
     Setting("core_radius", "Core Radius", 0.1, "m",
             "Radius of a vortex's solid-body core, in metres (m); the swirl falls off as 1/distance outside it",
-            low_open=True, soft=(0.001, 10.0), ui_min=1.0e-6, surfaces=(FIELD,),
+            low=1.0e-6, high=1.0e6, soft=(0.001, 10.0), surfaces=(FIELD,),
             blender={"subtype": "DISTANCE", "unit": "LENGTH"}),
     Setting("falloff_power", "Falloff Power", 0.0, "",
             "Blender's falloff Power: the strength falls as (1 + distance − min_distance)^−power",
-            surfaces=(FIELD,), in_blender=False),
+            high=100.0, surfaces=(FIELD,), in_blender=False),
     Setting("min_distance", "Min Distance", 0.0, "m",
-            "Full strength closer than this distance in metres (m); 0: none", surfaces=(FIELD,), in_blender=False),
+            "Full strength closer than this distance in metres (m); 0: none", high=COORDINATE_LIMIT,
+            surfaces=(FIELD,), in_blender=False),
     Setting("max_distance", "Max Distance", 0.0, "m",
-            "No effect farther than this distance in metres (m); 0: no limit", surfaces=(FIELD,), in_blender=False),
+            "No effect farther than this distance in metres (m); 0: no limit", high=COORDINATE_LIMIT,
+            surfaces=(FIELD,), in_blender=False),
     Setting("flow", "Flow", 0.0, "1/s",
             "Blender's Flow, per second (1/s): the field also damps velocity, so a wind carries grains at "
             "strength/flow metres per second instead of accelerating them without end",
-            surfaces=(FIELD,), in_blender=False),
+            high=1.0e6, surfaces=(FIELD,), in_blender=False),
     Setting("size", "Size", 1.0, "m",
             "Feature size of a turbulence field's noise, in metres (m)",
-            low_open=True, surfaces=(FIELD,), in_blender=False),
+            low=1.0e-6, high=COORDINATE_LIMIT, surfaces=(FIELD,), in_blender=False),
     # Turbulence seeds are stored in a float32 table entry, exact below 2^24.
     Setting("seed", "Seed", 0, "", "Seed of a turbulence field's noise",
             high=float(2**24 - 1), surfaces=(FIELD,), integer=True, in_blender=False),
@@ -310,16 +313,79 @@ def read_surface(table: dict, surface: str, fail) -> dict[str, Any]:
         try:
             values[key] = as_value(setting, msgspec.convert(value, setting.checked_type(), strict=True))
         except msgspec.ValidationError:
-            # msgspec checks type and bounds; the sentence is ours, in the words every other preset error
-            # uses, with the value the author wrote.
-            if not is_number(value) or (setting.integer and not isinstance(value, int)):
-                kind = "an integer" if setting.integer else "a number"
-                fail(key, f"must be {kind}{f' or {AUTO!r}' if setting.automatic else ''}, not {short_repr(value)}")
-            if value > setting.highest:
-                fail(key, f"must be ≤ {setting.number_text(setting.highest)}, not {short_repr(value)}")
-            fail(key, f"must be {'>' if setting.low_open else '≥'} {setting.number_text(setting.lowest)}, "
-                      f"not {short_repr(value)}")
+            fail(key, _refusal(setting, value))
     return values
+
+
+def _refusal(setting: Setting, value: Any) -> str:
+    """Why ``setting`` refuses ``value``: 'must be ≥ 1000, not 1e-300' (the words of every preset error, with
+    the value as it was given). msgspec checks type and bounds; the sentence is ours."""
+    if not is_number(value) or (setting.integer and not isinstance(value, int)):
+        kind = "an integer" if setting.integer else "a number"
+        return f"must be {kind}{f' or {AUTO!r}' if setting.automatic else ''}, not {short_repr(value)}"
+    if value > setting.highest:
+        return f"must be ≤ {setting.number_text(setting.highest)}, not {short_repr(value)}"
+    low = f"{'>' if setting.low_open else '≥'} {setting.number_text(setting.lowest)}"
+    return f"must be {low}, not {short_repr(value)}"
+
+
+def check_values(source: Any, surface: str, fail) -> None:
+    """Check the resolved settings of ``surface`` held by ``source`` (an engine object: a Material, Domain,
+    ForceField, Body...; a setting it has no attribute for is not its to check) against the schema's
+    ranges; ``fail(key, message)`` raises the caller's sentence. An automatic setting left to the engine
+    (None) passes."""
+    for setting in settings_for(surface):
+        key = attribute(setting, surface)
+        if not hasattr(source, key):
+            continue
+        value = _plain(getattr(source, key))
+        if not (setting.automatic and value is None) and not setting.allows(value):
+            fail(key, _refusal(setting, value))
+    for m in choices_for(surface):
+        if hasattr(source, m.key):
+            _read_model_value(m, _plain(getattr(source, m.key)), lambda message, key=m.key: fail(key, message))
+
+
+def _plain(value: Any) -> Any:
+    """A NumPy scalar as the Python number it holds (an engine object may hold one); anything else as it is."""
+    # type(), not isinstance: numpy.float64 is a float that msgspec's strict conversion still refuses.
+    return value.item() if type(value) not in (bool, int, float, str) and hasattr(value, "item") else value
+
+
+def check_physics(physics: Any, where: str) -> None:
+    """Refuse resolved physics (an ``engine.model.Physics``: a new scene's, or one read back from a cache
+    manifest) holding a value outside the schema's ranges: every material, wall, field and glue setting,
+    the resolved dt and stiffness, the model's choices, switches and counts, and the domain's corners
+    (within ±``COORDINATE_LIMIT``).
+
+    Args:
+        physics: The physics to check (read through its attributes only).
+        where: What holds it, for the sentence ("The physics in the cache manifest 'c/manifest.json'").
+
+    Raises:
+        MochiError: '<where>: materials[0] youngs_modulus must be ≥ 1000, not 1e-300.'
+    """
+    from .errors import MochiError
+
+    def failing(prefix: str):
+        def fail(key: str, message: str):
+            raise MochiError(f"{where}: {prefix}{key} {message}.")
+        return fail
+
+    for index, material in enumerate(physics.materials):
+        check_values(material, GRAIN, failing(f"materials[{index}] "))
+    check_values(physics.domain, WALL, failing("domain "))
+    for index, force_field in enumerate(physics.fields):
+        check_values(force_field, FIELD, failing(f"fields[{index}] "))
+    for index, body in enumerate(physics.bodies):
+        check_values(body, SOURCE, failing(f"bodies[{index}] "))
+    check_values(physics, TIME, failing(""))
+    for m in MODEL_SETTINGS:
+        _read_model_value(m, _plain(getattr(physics, m.key)), lambda message, key=m.key: failing("")(key, message))
+    corners = [_plain(x) for x in (*physics.domain.lo, *physics.domain.hi)]
+    if not all(is_number(x) and abs(x) <= COORDINATE_LIMIT for x in corners):
+        failing("domain ")("lo/hi", f"must have components within ±{COORDINATE_LIMIT:g} m, not "
+                                    f"{short_repr(physics.domain.lo)}–{short_repr(physics.domain.hi)}")
 
 
 # --- the model's settings: contact law, friction, rotation, integrator, rebuild interval, seed ----------
@@ -352,7 +418,7 @@ MODEL_SETTINGS: tuple[ModelSetting, ...] = (
                          "off it reproduces the paper's results)"))),
     ModelSetting("friction_cap", "contact", "friction_cap", None, "Friction Cap", "clipped",
                  "How friction and rolling resistance are capped: Mochi's, or a peer's convention for comparisons "
-                 "with it",
+                 "with it. With the Hertz contact law use Spring: the others depend on dt there",
                  # In the order of their codes in the law tables (engine.contact_law.FRICTION_CAPS).
                  (Choice("clipped", "Clipped", "Mochi's: spring and damping together capped at μ max(f_n, 0)"),
                   Choice("absolute", "Absolute", "LAMMPS': spring and damping together capped at μ |f_n|"),

@@ -40,6 +40,18 @@ AUTO = "auto"
 NUMBER_LIMIT = 1.0e15
 #: Integers are int32 in the engine (object ids, counts).
 INTEGER_LIMIT = 2**31 - 1
+#: Largest coordinate magnitude [m] of a grain, a domain corner, an emitter, a field's centre or a point read
+#: from a PLY, and of every other vector component (velocity [m/s], acceleration [m/s²]). Positions are float32:
+#: at 10⁶ m neighbouring floats are 6 cm apart and the difference, square and product of any two coordinates
+#: (a grid's extent, its cell count) stay finite; near float32's 3.4e38 ``hi − lo`` overflows to inf and a
+#: cell grid's size turns negative. No scene is a thousand kilometres wide.
+COORDINATE_LIMIT = 1.0e6
+#: Smallest and largest grain radius [m]: far beyond a micron powder and a ten-metre boulder either way, and
+#: where a grain's float32 mass (ρ·r³, ρ within its range) stays a normal number.
+RADIUS_RANGE = (1.0e-8, 1.0e3)
+#: Frames per second of a bake [1/s]: one frame a hundred seconds to ten thousand a second (a frame is a
+#: file on disk; the step budget refuses what the steps of one would cost).
+FPS_RANGE = (0.01, 1.0e4)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import MochiError
+from .settings_types import COORDINATE_LIMIT, RADIUS_RANGE
 
 
 @dataclass(eq=False)
@@ -97,3 +98,37 @@ def make_state(positions: np.ndarray, velocities: np.ndarray | None = None,
     if bad.any():
         raise MochiError(f"Particle {int(np.flatnonzero(bad)[0])} has a NaN or infinite angular velocity.")
     return State(positions, velocities, active, int(step), omega, quat)
+
+
+def check_particles(positions: np.ndarray, radius: np.ndarray, where: str) -> None:
+    """Refuse particles a float32 simulation cannot hold: a position that is not finite or farther than
+    ``COORDINATE_LIMIT`` from the origin along an axis, or a radius outside ``RADIUS_RANGE``
+    (engine.settings_types says why). ``mochi contacts``, ``mochi bench --state``, a preset's file
+    emitters (all through ``engine.ply.read_particles``) and every new scene (``engine.scene``) check here.
+
+    Args:
+        positions: Centres [m], shape (particle_count, 3).
+        radius: Radii [m], shape (particle_count,).
+        where: What holds them, for the sentence (a file, 'This scene').
+
+    Raises:
+        MochiError: naming the first particle at fault, its value and the range.
+    """
+    positions = np.asarray(positions)
+    radius = np.asarray(radius)
+    bad = ~np.isfinite(positions).all(axis=1)
+    if bad.any():
+        raise MochiError(f"{where}: particle {int(np.flatnonzero(bad)[0])} has a NaN or infinite position.")
+    bad = ~(np.abs(positions) <= COORDINATE_LIMIT).all(axis=1)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise MochiError(f"{where}: particle {i} is at {tuple(float(x) for x in positions[i])}; positions must be "
+                         f"within ±{COORDINATE_LIMIT:g} m of the origin (they are float32: farther out neither their "
+                         "differences nor a grid over them can be computed), so move the scene nearer the origin.")
+    low, high = RADIUS_RANGE
+    with np.errstate(invalid="ignore"):
+        bad = ~((radius >= low) & (radius <= high))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise MochiError(f"{where}: particle {i} has radius {float(radius[i])!r}; every radius must be positive, "
+                         f"from {low:g} to {high:g} m.")

@@ -44,6 +44,9 @@ REST_OVERLAP = 0.05
 #: Largest expected overlap a bake accepts when dt is fixed and stiffness 'auto' (refused above, with
 #: the dt that would do); a stiffness the user gives is the user's choice, and gets a note above it.
 MAX_OVERLAP = 0.10
+#: Overlap, as a fraction of the radius, at which two grains hitting each other pass through each other: a
+#: given stiffness this soft is still baked (it is the user's), with a note that says so.
+PASS_THROUGH_OVERLAP = 1.0
 #: Largest damping ratio in the contact law (the tangential dashpot is critically damped).
 MAX_DAMPING_RATIO = 1.0
 
@@ -335,9 +338,13 @@ def choose_time_step(*, dt: float | None, stiffness: float | None, substeps: int
     if t_contact / dt < 5:
         notes.append(f"dt resolves the lightest collision in only {t_contact / dt:.1f} steps.")
     if overlap > MAX_OVERLAP:
-        notes.append(f"Grains hitting at {v:.3g} m/s would overlap about {overlap:.0%} of their radius with stiffness "
-                     f"{stiffness:.3g} N/m; {stiffness * (overlap / MAX_OVERLAP) ** 2 * 1.02:.3g} N/m would keep it under "
-                     f"{MAX_OVERLAP:.0%}.")
+        # A stiffness the user gives is baked as given, even past 100% (grains passing through each other):
+        # the overlap is an estimate from the expected impact speed, and a scene whose grains never hit that
+        # hard is the user's to judge. The note says what it means and the stiffness that would not.
+        through = " (they would pass through each other)" if overlap >= PASS_THROUGH_OVERLAP else ""
+        notes.append(f"Grains hitting at {v:.3g} m/s would overlap about {overlap:.0%} of their radius{through} with "
+                     f"stiffness {stiffness:.3g} N/m; {stiffness * (overlap / MAX_OVERLAP) ** 2 * 1.02:.3g} N/m would "
+                     f"keep it under {MAX_OVERLAP:.0%}.")
     return TimeStepChoice(dt=float(dt), stiffness=float(stiffness), steps_per_frame=int(steps_per_frame),
                           critical_dt=limit, contact_duration=t_contact, impact_speed=float(v),
                           expected_overlap=float(overlap), rest_overlap=float(resting), notes=tuple(notes))
@@ -378,7 +385,17 @@ def _choose_hertz_time_step(*, dt, stiffness, fps, mass_min, speed, contacts, ra
     if dt > RAYLEIGH_FRACTION * rayleigh:
         notes.append(f"dt is {dt / rayleigh:.0%} of the grains' Rayleigh time ({rayleigh:.3g} s); above "
                      f"{RAYLEIGH_FRACTION:.0%} dense packings may not be resolved.")
-    if overlap > MAX_OVERLAP:
+    pairs = max((c.peak_overlap(speed) / c.grain_radius for c in contacts if not c.wall), default=0.0)
+    deepest = max(contacts, key=lambda c: c.peak_overlap(speed) / c.grain_radius)
+    softest_pair = min((c.youngs for c in contacts if not c.wall), default=math.inf)
+    if overlap > MAX_OVERLAP and pairs <= MAX_OVERLAP and deepest.wall and deepest.youngs < softest_pair:
+        # Only the walls let grains sink this deep, and they are softer than the grains: their modulus is
+        # the one to raise, not the grains'.
+        notes.append(f"Grains hitting the walls (and mesh colliders) at {speed:.3g} m/s would sink about {overlap:.0%} "
+                     f"of their radius into them, against {pairs:.0%} into each other: the walls are soft; a wall "
+                     f"Young's modulus that makes their contacts' E* {(overlap / MAX_OVERLAP) ** 2.5 * 1.02:.3g}× "
+                     f"larger keeps it under {MAX_OVERLAP:.0%}.")
+    elif overlap > MAX_OVERLAP:
         notes.append(f"Grains hitting at {speed:.3g} m/s would overlap about {overlap:.0%} of their radius with "
                      f"these Young's moduli; a {(overlap / MAX_OVERLAP) ** 2.5 * 1.02:.3g}× larger modulus keeps it "
                      f"under {MAX_OVERLAP:.0%}.")

@@ -3,9 +3,10 @@
 ``mochi wedge PRESET --vary friction=0.3,0.5,0.7 --vary seed=1..4 --out DIR`` makes the 3 × 4 = 12
 variants of the preset (the last --vary changes fastest), bakes each into DIR/friction-0.3_seed-1/ and
 so on through ``engine.bake.bake`` (one call per folder: the bake itself guards its folder), up to
-``jobs`` at a time in separate processes, and records them in DIR/wedge.json. A variant's settings
-are applied to the preset's TOML document and validated by the preset parser, so a bad value gets the
-same one-sentence error as in a preset file, before anything is baked.
+``jobs`` at a time in separate processes (``engine.wedge_workers``: none outlives the wedge), and records
+them in DIR/wedge.json. A variant's settings are applied to the preset's TOML document and validated by
+the preset parser, so a bad value gets the same one-sentence error as in a preset file, before anything
+is baked.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ import math
 import os
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
-from .cache import read_manifest, write_json_atomic
+from .cache import read_manifest
 from .errors import MochiError
 from .preset import Preset, parse_preset, preset_inputs, read_preset_document
 
@@ -50,7 +52,7 @@ class WedgeSetting:
 
 SETTINGS = {
     "friction": WedgeSetting("materials", "friction", False, "Coulomb friction of every material (grain–grain)"),
-    "restitution": WedgeSetting("materials", "restitution", False, "restitution of every material, in (0, 1]"),
+    "restitution": WedgeSetting("materials", "restitution", False, "restitution of every material, from 0.001 to 1"),
     "density": WedgeSetting("materials", "density", False, "density of every material [kg/m³]"),
     "wall_friction": WedgeSetting("domain", "wall_friction", False, "friction against the domain walls"),
     "wall_restitution": WedgeSetting("domain", "wall_restitution", False, "restitution against the walls"),
@@ -289,20 +291,7 @@ def bake_variant(preset_path: str, variant: WedgeVariant, options: WedgeBakeOpti
     return result
 
 
-# --- parallel bakes -----------------------------------------------------------------------------
-
-def _start_worker(slots, threads: int, gpu: bool) -> None:
-    """Pool initializer: take a slot; pin this process to one GPU or to ``threads`` CPU threads.
-
-    Runs before the worker imports numba or CuPy (engine.bake is imported inside ``bake_variant``),
-    so the environment variables take effect.
-    """
-    slot = slots.get()
-    if gpu:
-        os.environ["CUDA_VISIBLE_DEVICES"] = str(slot)
-    else:
-        os.environ["NUMBA_NUM_THREADS"] = str(threads)
-
+# --- parallel bakes (the worker processes: engine.wedge_workers) --------------------------------
 
 def plan_parallelism(variant_count: int, *, backend: str, jobs: int | None, gpus: int | None) -> tuple[int, int]:
     """(parallel bakes, numba threads per bake).
@@ -341,23 +330,15 @@ def bake_wedge(preset_path: str, variants: list[WedgeVariant], options: WedgeBak
             if on_result:
                 on_result(variant, results[variant.index])
         return [results[v.index] for v in variants]
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from .wedge_workers import run_in_workers
 
-    context = multiprocessing.get_context("spawn")  # fresh interpreters: numba threads, CUDA devices
-    gpu = options.backend in ("cuda", "optix")
-    with context.Manager() as manager:
-        slots = manager.Queue()  # one slot per worker process: its GPU, or just its turn on the CPU
-        for slot in range(parallel):
-            slots.put(slot)
-        with ProcessPoolExecutor(max_workers=parallel, mp_context=context, initializer=_start_worker,
-                                 initargs=(slots, threads, gpu)) as pool:
-            futures = {pool.submit(bake_variant, preset_path, variant, options): variant for variant in variants}
-            for future in as_completed(futures):
-                variant = futures[future]
-                results[variant.index] = future.result()
-                if on_result:
-                    on_result(variant, results[variant.index])
+    def report(variant: WedgeVariant, result: VariantResult) -> None:
+        results[variant.index] = result
+        if on_result:
+            on_result(variant, result)
+
+    run_in_workers(partial(bake_variant, preset_path, options=options), variants, parallel=parallel,
+                   threads=threads, gpu=options.backend in ("cuda", "optix"), on_result=report)
     return [results[v.index] for v in variants]
 
 
@@ -382,8 +363,8 @@ class WedgeRecord:
         return {"format": "mochi-wedge", "format_version": 1, "preset": self.preset,
                 "vary": {axis.name: list(axis.values) for axis in self.axes}, "variants": rows}
 
-    def write(self, out: Path) -> Path:
-        out.mkdir(parents=True, exist_ok=True)
-        path = out / WEDGE_MANIFEST
-        write_json_atomic(path, self.to_json())
-        return path
+    def write(self, out: Path, plan) -> Path:
+        """Write DIR/wedge.json through ``plan`` (an ``engine.output_files.OutputPlan`` naming it: replaced
+        only when Mochi can prove it wrote it, or with --overwrite)."""
+        document = json.dumps(self.to_json(), indent=2).encode("utf-8")
+        return plan.write(out / WEDGE_MANIFEST, lambda handle: handle.write(document))

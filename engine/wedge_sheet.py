@@ -14,11 +14,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .atomic import write_atomic
 from .cache import read_frame, read_manifest
 from .errors import MochiError
 from .wedge import WedgeVariant
 
+#: The contact sheet's file name in the wedge folder.
+CONTACT_SHEET_NAME = "contact_sheet.png"
 #: Tile size in inches at ``DPI`` (a 3 × 4 wedge gives a 1200 × 900-pixel sheet).
 TILE_INCHES = 3.0
 DPI = 100
@@ -48,10 +49,14 @@ def last_frame_view(folder: Path) -> dict | None:
             "frame": frames}
 
 
-def render_contact_sheet(variants: list[WedgeVariant], out: str | Path, *, title: str = "") -> Path:
+def render_contact_sheet(variants: list[WedgeVariant], out: str | Path, plan, *, title: str = "") -> Path:
     """Write the contact sheet of ``variants`` (their last frames) to the PNG ``out``.
 
     Variants without a frame get a tile that says so.
+
+    Args:
+        plan: The ``engine.output_files.OutputPlan`` that names ``out`` (checked before the bakes: a user's
+            file there is not replaced without --overwrite).
 
     Raises:
         MochiError: matplotlib missing, or ``out`` cannot be written.
@@ -104,12 +109,7 @@ def render_contact_sheet(variants: list[WedgeVariant], out: str | Path, *, title
     if title:
         figure.suptitle(title)
     figure.tight_layout()
-    out = Path(out)
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(out, lambda handle: figure.savefig(handle, format="png", dpi=DPI))
-    except OSError as exc:
-        raise MochiError(f"Cannot write '{out}': {exc.strerror or exc}.") from None
+        return plan.write(out, lambda handle: figure.savefig(handle, format="png", dpi=DPI))
     finally:
         pyplot.close(figure)
-    return out

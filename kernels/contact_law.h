@@ -1,9 +1,9 @@
 // The contact law of engine/contact_law.py on the GPU, written once for every GPU path: the linear
 // spring-dashpot with capped Coulomb friction, either in the paper's form or in the full form (rotation,
 // rolling resistance, SJKR cohesion). One source, two languages:
-//   CUDA C++ — kernels/dem_math.cuh, dem_integrate.cuh and collider_math.cuh include it (CuPy/NVRTC
+//   CUDA C++ — kernels/dem_math.cuh, dem_integrate.cuh and collider_contacts.h include it (CuPy/NVRTC
 //     kernels and the OptiX programs), and the host builds of tests/engine/native/ too;
-//   Slang — kernels/rt_contact_forces.slang includes it (the portable ray-traced path, slangpy).
+//   Slang — kernels/rt_dem_step.slang and collider_contacts.h include it (the rt backend, slangpy).
 // It is written in the subset the two languages share; the few differences are the macros below
 // (CONTACT_GENERIC: a C++ template or a Slang generic over the precision; CONTACT_IN/INOUT: a reference
 // or an in/inout parameter; CONTACT_CONSTEXPR: `if constexpr` or a plain `if` that Slang folds, the law
@@ -15,7 +15,7 @@
 // is off. CONTACT_HAS, CONTACT_VALUE, CONTACT_PASS and CONTACT_NONE test, read, hand on and omit one.
 // Two compile-time parameters pick an instance, folded by the compilers:
 //   Real: float for grain pairs and the box walls (kernels/dem_math.cuh, dem_integrate.cuh; the Slang
-//         kernel), double for mesh colliders (kernels/collider_math.cuh), as the CPU reference evaluates
+//         kernel), double for mesh colliders (kernels/collider_contacts.h), as the CPU reference evaluates
 //         those in float64;
 //   Law:  ContactLaw::Paper or ContactLaw::Full (engine/backends/cpu_kernels_law: contact_law_paper,
 //         contact_law_full).
@@ -24,8 +24,9 @@
 // must leave the kernels' PTX as it was (scripts/check_law_ptx.py). The double instances compile with
 // --fmad=false; the float32 ones with NVRTC's default contraction, so the shape of each expression also
 // decides which multiply-adds the GPU fuses. Slang makes no such promise (SPIR-V drivers may contract and
-// round sqrt and division within a few ulps): its instance agrees with the float64 reference to float32
-// rounding (tests/engine/test_rt_law.py). Included, not compiled on its own.
+// round sqrt and division within a few ulps): the rt tests (tests/engine/test_rt_backend.py,
+// test_rt_rotation.py, test_rt_colliders.py, …) hold its instances to the CPU backend within float32
+// rounding. Included, not compiled on its own.
 #pragma once
 
 #if defined(__SLANG__)

@@ -49,6 +49,8 @@ if [ "${1:-main}" != all ]; then
 fi
 # Vulkan ray tracing on the CPU (Mesa's lavapipe) for the rt backend's tests; at once when installed.
 bash scripts/install_lavapipe.sh
+# Debian's LAMMPS (with OpenMPI) and LIGGGHTS for the export-lammps/import-lammps and peer tests (apt, as root).
+bash benchmarks/peers/setup.sh || echo "setup: LAMMPS/LIGGGHTS not installed (needs root and Debian's archive); their tests will skip." >&2
 setup_line .venv45 "$PY311" "blender-4-5,test"
 if PY313=$(find_python313); then
     setup_line .venv313 "$PY313" "blender-5-2,test"

@@ -11,12 +11,14 @@ TIMER_STEP = 0.25
 
 
 def redraw_progress(context) -> None:
-    """Redraw the areas that show bake progress (properties editor, viewport, status bar)."""
+    """Redraw the areas that show bake progress (properties editor, status bar). Not the viewport: a new
+    frame redraws it through the playback object's update, and redrawing its grains every tick under a
+    software OpenGL took the CPU the bake and the window needed (docs/benchmarks.md, issue 44)."""
     screen = context.screen
     if screen is None:
         return
     for area in screen.areas:
-        if area.type in {"PROPERTIES", "VIEW_3D", "STATUSBAR"}:
+        if area.type in {"PROPERTIES", "STATUSBAR"}:
             area.tag_redraw()
 
 
@@ -32,7 +34,7 @@ def bake_confirmation(context) -> tuple[str, str] | None:
     from ...engine.errors import MochiError
     from ..grain_budget import forecast_sources, grain_confirmation
     from ..preferences import confirm_grain_budget
-    from ..snapshot import cache_folder, is_outside_blend_folder
+    from ..bake_owner import cache_folder, is_outside_blend_folder
 
     sources = [o for o in context.scene.objects if o.mochi.role == "SOURCE"]
     try:
@@ -50,6 +52,15 @@ def bake_confirmation(context) -> tuple[str, str] | None:
     return title, message
 
 
+def backend_refusal(scene) -> str:
+    """'' when the scene's backend can run here, else why not and the one thing to do (said before the bake
+    starts, never as a pip command from inside it)."""
+    from ..backend_probe import backend_availability, unavailable_sentence
+
+    reason = backend_availability().missing.get(scene.mochi.backend)
+    return "" if reason is None else " ".join(unavailable_sentence(scene.mochi.backend, reason))
+
+
 class _BakeBase(PollingModal):
     resume = False
     modal_after_confirm = False  # a property of Bake; Resume never asks
@@ -59,8 +70,14 @@ class _BakeBase(PollingModal):
     def _start(self, context, *, ask: bool = False):
         from ...engine.errors import MochiError
         from ..bake_monitor import start_bake
+        from ..playback_owner import prepare_bake
         from ..preferences import confirm_seconds
 
+        refusal = backend_refusal(context.scene)
+        if refusal:
+            self.report({"ERROR"}, refusal)
+            return None
+        prepare_bake(context.scene)
         try:
             monitor = start_bake(context, resume=self.resume, confirm_above=confirm_seconds(context) if ask else None)
         except MochiError as exc:

@@ -12,7 +12,7 @@ def delete_bake_question(scene) -> str:
         MochiError: no usable cache folder, or a damaged manifest.
     """
     from ...engine.cache import read_manifest
-    from ..snapshot import cache_folder
+    from ..bake_owner import cache_folder
 
     folder = cache_folder(scene)
     manifest = read_manifest(folder) if folder.is_dir() else None
@@ -42,23 +42,26 @@ class MOCHI_OT_free_bake(bpy.types.Operator):
         from ...engine.bake import free_bake
         from ...engine.cache import read_manifest
         from ...engine.errors import MochiError
-        from .. import playback, visibility
+        from .. import playback
         from ..bake_job import current_job
-        from ..snapshot import cache_folder, check_bake_owner
+        from ..bake_owner import cache_folder, check_bake_owner
+        from ..playback_owner import owned_playback_object, show_sources_without_bake
 
         if current_job() is not None:
-            self.report({"ERROR"}, "A Mochi bake is running; cancel it before freeing the cache.")
+            self.report({"ERROR"}, "A Mochi bake is running; cancel it before deleting the bake.")
             return {"CANCELLED"}
+        scene = context.scene
         try:
-            folder = cache_folder(context.scene)
-            if folder.is_dir():  # never another .blend's bake, whose grains that file still plays back
-                check_bake_owner(folder, read_manifest(folder))
+            folder = cache_folder(scene)
+            if folder.is_dir():  # never another file's or scene's bake, whose grains it still plays back
+                check_bake_owner(folder, read_manifest(folder), scene)
             free_bake(folder)  # refused while another process bakes into the folder
         except MochiError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
-        playback.remove_object(context.scene.mochi.playback_object)
-        visibility.show_hidden_sources(context.scene)  # the sources render again
+        playback.remove_object(owned_playback_object(scene))  # never the original's, shared by a Linked Copy
+        scene.mochi.playback_object = None
+        show_sources_without_bake(scene)  # the sources render again
         self.report({"INFO"}, f"Freed the bake in '{folder}'.")
         return {"FINISHED"}
 
@@ -72,7 +75,7 @@ class MOCHI_OT_open_cache_folder(bpy.types.Operator):
 
     def execute(self, context):
         from ...engine.errors import MochiError
-        from ..snapshot import cache_folder
+        from ..bake_owner import cache_folder
 
         try:
             folder = cache_folder(context.scene)
@@ -107,6 +110,7 @@ class MOCHI_OT_load_cache(bpy.types.Operator):
         from ...engine.errors import MochiError
         from .. import playback
         from ..bake_job import current_job
+        from ..playback_owner import LOADED_TAG
         from ..settings import UP_AXIS_KEY
 
         if current_job() is not None:
@@ -127,8 +131,10 @@ class MOCHI_OT_load_cache(bpy.types.Operator):
         stored = bpy.path.relpath(str(folder)) if bpy.data.filepath else str(folder)
         scene.mochi.cache_directory = stored
         start = int(manifest.get("frame_start_scene", scene.mochi.frame_start))
-        playback.ensure_playback_object(scene, stored, start_frame=start, last_frame=manifest["frames_completed"],
-                                        up_axis=str(manifest.get(UP_AXIS_KEY, "Y")))
+        obj = playback.ensure_playback_object(scene, stored, start_frame=start,
+                                              last_frame=manifest["frames_completed"],
+                                              up_axis=str(manifest.get(UP_AXIS_KEY, "Y")))
+        obj[LOADED_TAG] = playback.folder_for_node(stored)  # played as chosen, even another file's bake
         self.report({"INFO"}, f"Loaded {manifest['frames_completed']} frames of {manifest['particle_count']:,} "
                               f"particles from '{folder}'.")
         return {"FINISHED"}

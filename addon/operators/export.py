@@ -21,6 +21,10 @@ class MOCHI_OT_export_usd(bpy.types.Operator, ExportHelper):
         items=(("USDA", "Text (.usda)", "A readable stage; the frame layers are binary either way"),
                ("USDC", "Binary (.usdc)", "A binary (crate) stage")),
         description="File format of the stage; the per-frame layers are always binary (.usdc)")
+    overwrite: bpy.props.BoolProperty(
+        name="Overwrite", default=False,
+        description="Replace files under the names the export writes (the stage, its _frames layers) that Mochi "
+                    "cannot prove it wrote; an export's own earlier files are replaced without it")
 
     def check(self, context):
         self.filename_ext = ".usdc" if self.file_format == "USDC" else ".usda"
@@ -32,7 +36,7 @@ class MOCHI_OT_export_usd(bpy.types.Operator, ExportHelper):
         from ...engine.errors import MochiError
         from ...engine.export.usd import export_cache_to_usd
         from ..bake_job import current_job
-        from ..snapshot import cache_folder
+        from ..bake_owner import cache_folder
 
         from .. import compat
 
@@ -51,7 +55,8 @@ class MOCHI_OT_export_usd(bpy.types.Operator, ExportHelper):
             window_manager = context.window_manager
             window_manager.progress_begin(0, 1)
             try:
-                result = export_cache_to_usd(cache_folder(context.scene), stage,
+                result = export_cache_to_usd(cache_folder(context.scene), stage, overwrite=self.overwrite,
+                                             overwrite_hint="tick Overwrite",
                                              on_frame=lambda frame, frames: window_manager.progress_update(frame / frames))
             finally:
                 window_manager.progress_end()
@@ -73,6 +78,10 @@ class MOCHI_OT_export_alembic(bpy.types.Operator, ExportHelper):
 
     filename_ext = ".abc"
     filter_glob: bpy.props.StringProperty(default="*.abc", options={"HIDDEN"})
+    overwrite: bpy.props.BoolProperty(
+        name="Overwrite", default=False,
+        description="Replace an existing .abc that Mochi cannot prove it wrote; its own earlier export is "
+                    "replaced without it")
 
     def execute(self, context):
         from ...engine.errors import MochiError
@@ -85,7 +94,8 @@ class MOCHI_OT_export_alembic(bpy.types.Operator, ExportHelper):
         scene = context.scene
         try:
             path = export_playback_alembic(context, scene.mochi.playback_object, self.filepath,
-                                           frame_start=scene.frame_start, frame_end=scene.frame_end)
+                                           frame_start=scene.frame_start, frame_end=scene.frame_end,
+                                           overwrite=self.overwrite)
         except MochiError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}

@@ -21,6 +21,10 @@ class MOCHI_OT_save_flamenco_job_types(bpy.types.Operator):
     directory: bpy.props.StringProperty(
         name="Folder", subtype="DIR_PATH",
         description="Folder to copy the job types into: the 'scripts' folder beside the flamenco-manager executable")
+    overwrite: bpy.props.BoolProperty(
+        name="Overwrite", default=False,
+        description="Replace job-type files of the same names that Mochi cannot prove it saved (its own earlier "
+                    "copies are replaced without it)")
 
     def invoke(self, context, _event):
         context.window_manager.fileselect_add(self)
@@ -31,12 +35,20 @@ class MOCHI_OT_save_flamenco_job_types(bpy.types.Operator):
         if folder is None or not folder.is_dir():
             self.report({"ERROR"}, f"Choose an existing folder ('{self.directory}' is not one).")
             return {"CANCELLED"}
+        from ...engine.errors import MochiError
+        from ...engine.output_files import plan_outputs
+
         scripts = sorted(JOB_TYPES_FOLDER.glob("*.js"))
         try:
+            # A file of the same name that Mochi did not save (a job type of the user's) is not replaced.
+            plan = plan_outputs([folder / script.name for script in scripts], overwrite=self.overwrite,
+                                hint="tick Overwrite")
             for script in scripts:
-                (folder / script.name).write_bytes(script.read_bytes())
-        except OSError as exc:
-            self.report({"ERROR"}, f"Cannot write into '{folder}': {exc.strerror or exc}.")
+                data = script.read_bytes()
+                plan.write(folder / script.name, lambda handle: handle.write(data))
+        except (MochiError, OSError) as exc:
+            self.report({"ERROR"}, str(exc) if isinstance(exc, MochiError)
+                        else f"Cannot write into '{folder}': {exc.strerror or exc}.")
             return {"CANCELLED"}
         names = ", ".join(script.name for script in scripts)
         self.report({"INFO"}, f"Saved {names} into '{folder}'; restart the Flamenco Manager to load them.")

@@ -184,6 +184,24 @@ def apply_preset(preset, scene: bpy.types.Scene, active: bpy.types.Object | None
                                             to_blender=to_blender, name=preset.name)
 
 
+def apply_preset_saying(preset, scene: bpy.types.Scene, active: bpy.types.Object | None) -> tuple[list[str], str]:
+    """``apply_preset``, and one sentence naming every setting it changed (the range, the stiffness, the
+    domain's walls, the active source's material...): a preset never changes anything silently.
+
+    Returns:
+        (sentences about what could not be applied, the sentence of what changed).
+    """
+    from ..bake_state import invalidate
+    from ..change_report import changes_in_words, settings_snapshot, summary
+
+    touched = [o for o in scene.objects if o.mochi.role == "DOMAIN" or o == active]
+    before = settings_snapshot(scene, touched)
+    notes = apply_preset(preset, scene, active)
+    changed = changes_in_words(before, settings_snapshot(scene, touched))
+    invalidate()  # the bake panel compares the scene with the bake again, at once
+    return notes, f"Applied the preset '{preset.name}': {summary(changed)}."
+
+
 class MOCHI_OT_preset_apply(bpy.types.Operator):
     """Apply a Mochi preset's settings (time, gravity, walls, material) to this scene"""
 
@@ -218,9 +236,10 @@ class MOCHI_OT_preset_apply(bpy.types.Operator):
         except MochiError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
-        for note in apply_preset(preset, context.scene, context.object):
+        notes, said = apply_preset_saying(preset, context.scene, context.object)
+        for note in notes:
             self.report({"WARNING"}, note)
-        self.report({"INFO"}, f"Applied the preset '{preset.name}'.")
+        self.report({"INFO"}, said)
         return {"FINISHED"}
 
 

@@ -89,7 +89,6 @@ class MOCHI_OT_look_apply(bpy.types.Operator):
     def execute(self, context):
         from ...engine.errors import MochiError
         from ...engine.looks import look
-        from ..quick_setup import apply_look
 
         targets = [o for o in context.selected_objects if o.mochi.role == "SOURCE"]
         active = context.object
@@ -103,11 +102,23 @@ class MOCHI_OT_look_apply(bpy.types.Operator):
         except MochiError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
-        for obj in targets:
-            apply_look(obj, chosen)
-        names = ", ".join(f"'{o.name}'" for o in targets)
-        self.report({"INFO"}, f"Gave {names} the {chosen.label} look ({chosen.radius * 1000:g} mm grains).")
+        self.report({"INFO"}, give_look(context.scene, targets, chosen))
         return {"FINISHED"}
+
+
+def give_look(scene, targets, chosen) -> str:
+    """Give the sources ``targets`` the look ``chosen``; the sentence naming every setting it changed."""
+    from ..bake_state import invalidate
+    from ..change_report import changes_in_words, settings_snapshot, summary
+    from ..quick_setup import apply_look
+
+    before = settings_snapshot(scene, targets)
+    for obj in targets:
+        apply_look(obj, chosen)
+    changed = changes_in_words(before, settings_snapshot(scene, targets))
+    invalidate()  # a bake of these sources is out of date now, not at the next frame
+    names = ", ".join(f"'{o.name}'" for o in targets)
+    return f"Gave {names} the {chosen.label} look: {summary(changed)}."
 
 
 def _quick_effects_entry(self, _context):

@@ -29,10 +29,11 @@ def backend_items(_self, _context):
     The availability comes from ``engine.backends.select``'s probes, cached for the session (the rt probe
     opens a slangpy device, about a second): Blender calls this at every redraw of the menu.
     """
-    from ...engine.backends.select import available_backends, probe_rt, unavailable_backends
+    from ..backend_probe import backend_availability, unavailable_sentence
 
-    found, missing = available_backends(), unavailable_backends()
-    software_rt = "rt" in found and not probe_rt().hardware  # auto never picks a software device
+    probes = backend_availability()  # with the console quiet: absent devices print errors as they are tried
+    found, missing = probes.found, probes.missing
+    software_rt = probes.software_rt  # auto never picks a software device
     candidates = [n for n in found if not (n == "rt" and software_rt)]
     items = [("auto", "Automatic", "The fastest backend available here that passes its self-check ("
               + ", ".join(BACKEND_LABELS.get(n, n) for n in candidates) + ")", "AUTO", 0)]
@@ -42,7 +43,8 @@ def backend_items(_self, _context):
         if name == "rt" and software_rt:
             label += " (software)"
         tip = f"{BACKEND_LABELS[name]} backend: {reason}" if reason else \
-            f"{BACKEND_LABELS[name]} backend: not available on this computer: {missing.get(name, '')}"
+            f"{BACKEND_LABELS[name]} backend, not available here: " + " ".join(
+                unavailable_sentence(name, missing.get(name, "")))
         items.append((name, label, tip, "NONE", number))
     # Blender keeps pointers into the list returned here, so it must outlive the call.
     _backend_items_cache[:] = items
@@ -136,8 +138,19 @@ class MochiSceneSettings(bpy.types.PropertyGroup):
     cache_directory: StringProperty(
         name="Cache Folder",
         description="Folder of the bake cache (PLY per frame); '//' is the folder of the .blend file. Empty: "
-        "'//mochi_<file name>', beside the .blend and its own, so two files in one folder never share a bake",
+        "'//mochi_<file name>_<scene name>', beside the .blend and its own, so two files or two scenes never "
+        "share a bake (a file saved under another name or a copied scene gets a folder of its own)",
         subtype="DIR_PATH", default="", options=PATH_OPTIONS)
+    bake_token: StringProperty(
+        name="Bake Owner", description="Random name of this scene in its bakes' manifests, told apart from "
+        "a copied scene's (set by Mochi)", default="", options={"HIDDEN"})
+    kept_cache_directory: StringProperty(
+        name="Kept Cache Folder", description="An earlier version's default cache folder kept for this scene's "
+        "bake (set by Mochi; a copy of the file or scene whose folder it is not gets its own default)",
+        default="", options={"HIDDEN"})
+    bake_token_scene: StringProperty(
+        name="Bake Owner Scene", description="The scene's name when its bake owner was given (set by Mochi)",
+        default="", options={"HIDDEN"})
     fields: CollectionProperty(
         type=MochiFieldSettings, name="Fields",
         description="Engine fields of the scene (uniform, rotating, vortex, sampled accelerations), added to "

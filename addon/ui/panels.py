@@ -119,10 +119,23 @@ class MOCHI_PT_simulation(_PhysicsPanel, bpy.types.Panel):
         col.prop(s, "integrator")
         col.prop(s, "rebuild_interval")
         col.prop(s, "backend")
+        _draw_backend_unavailable(col, s.backend)
         if s.contact_law == "HERTZ" and s.backend in GPU_BACKENDS:
             # Said before the bake, which the GPU backend would refuse once the grains are packed.
             col.label(text="The GPU backends have only the linear law: choose CPU", icon="ERROR")
         col.prop(s, "seed")
+
+
+def _draw_backend_unavailable(col, backend: str) -> None:
+    """Under the Backend menu, when the chosen backend cannot run here: why, and the one thing to do."""
+    from ..backend_probe import backend_availability, unavailable_sentence
+
+    reason = backend_availability().missing.get(backend)
+    if reason is None:
+        return
+    why, action = unavailable_sentence(backend, reason)
+    for number, line in enumerate(_wrap(why, 48) + _wrap(action, 48)):
+        col.label(text=line, icon="ERROR" if number == 0 else "BLANK1")
 
 
 #: Backends whose kernels have only the linear contact law (engine.backends.gpu_params.check_contact_law,
@@ -155,7 +168,7 @@ class MOCHI_PT_bake(_PhysicsPanel, bpy.types.Panel):
     def draw(self, context):
         from ..bake_job import current_job
         from ..bake_state import bake_state
-        from ..snapshot import default_cache_directory
+        from ..bake_owner import default_cache_directory
         from .status import draw_estimate, draw_time_before_bake, progress_of
 
         layout = self.layout
@@ -167,7 +180,8 @@ class MOCHI_PT_bake(_PhysicsPanel, bpy.types.Panel):
         col.prop(s, "frame_start", text="Frame Start")
         col.prop(s, "frame_end", text="End")
         if _HAS_PLACEHOLDER:  # an empty field shows the per-file folder the bake will use
-            layout.prop(s, "cache_directory", placeholder=default_cache_directory() or "//mochi_<file name>")
+            layout.prop(s, "cache_directory",
+                        placeholder=default_cache_directory(context.scene) or "//mochi_<file name>_<scene name>")
         else:
             layout.prop(s, "cache_directory")
         job = current_job()
@@ -188,6 +202,8 @@ class MOCHI_PT_bake(_PhysicsPanel, bpy.types.Panel):
         """Bake, Resume and Delete Bake as the bake's state allows them, with its summary and why not."""
         from ..bake_state import summary_line
 
+        if state.kind == "IDLE":
+            layout.label(text="Not baked yet", icon="INFO")
         if state.kind == "BAKED" or state.kind == "FOREIGN":
             box = layout.box()
             box.label(text=("Baked: " if state.complete else "Incomplete: ") + summary_line(state),

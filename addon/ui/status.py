@@ -13,7 +13,7 @@ def progress_of(job) -> tuple[float, str]:
     if p.awaiting_confirmation:
         return 0.0, f"Estimated {format_duration(p.estimate.bake_seconds)}: waiting for Bake Anyway or Cancel"
     if p.timings.steps == 0:  # packing, then the first steps (the first bake after an install compiles)
-        return done / total, f"Frame {done} of {total}, starting (the first bake after an install compiles ~45 s)"
+        return done / total, f"Frame {done} of {total}, {job.starting_line()}"  # packing, measuring, compiling
     remaining = p.remaining_seconds
     left = f", {format_duration(remaining)} left" if remaining is not None else ""
     return min(p.frames_exact / total, 1.0), f"Frame {done} of {total}{left}"

@@ -18,7 +18,7 @@ import numpy as np
 
 from engine.model import Model
 
-from .data_file import write_sphere_data
+from engine.lammps.data_file import write_sphere_data
 from .physics import PeerPhysics, box_padding, gravity_command, observe_and_run, peer_physics
 
 #: Atom types the grains are split into by radius (the wall is one more).

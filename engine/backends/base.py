@@ -2,7 +2,9 @@
 
 A backend owns the device copies of one model and state and advances them; the whole step (detect,
 contact forces, fields, integration, walls) runs inside it so a GPU backend never syncs with the host
-between frames. ``engine.simulation`` drives it and checks what comes back.
+between frames. ``engine.bake`` drives it (``engine.benchmark`` and ``engine.estimate`` too), each through
+``engine.backends.make_backend``; a backend checks what it computes itself (``step`` raises
+``SimulationDiverged``).
 """
 
 from __future__ import annotations

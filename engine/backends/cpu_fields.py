@@ -14,7 +14,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .cpu_kernel_options import KERNEL_OPTIONS
+from ..kernel_options import KERNEL_OPTIONS
 
 _M32 = np.uint64(0xFFFFFFFF)
 _H1 = np.uint64(0x9E3779B1)

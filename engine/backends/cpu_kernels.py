@@ -26,7 +26,7 @@ columns 0–2, rolling spring ξ_r in 3–5 [m].
 
 from __future__ import annotations
 
-from .cpu_kernel_options import KERNEL_OPTIONS
+from ..kernel_options import KERNEL_OPTIONS
 from .cpu_kernels_cells import (_cell_coord, active_bounds, assign_cells, contact_flags, counting_sort, gather_sorted,
                                 max_displacement_squared, max_speed_squared, remap_history, take_rows, transpose_pairs)
 from .cpu_kernels_law import (_contact, contact_along, contact_law_full, contact_law_paper, gather_reactions,

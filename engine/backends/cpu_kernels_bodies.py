@@ -10,7 +10,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..contact_law import TANGENTIAL_STIFFNESS_RATIO  # a numba global constant
-from .cpu_kernel_options import KERNEL_OPTIONS
+from ..kernel_options import KERNEL_OPTIONS
 
 
 @njit(parallel=True, **KERNEL_OPTIONS)

@@ -10,7 +10,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .cpu_kernel_options import KERNEL_OPTIONS
+from ..kernel_options import KERNEL_OPTIONS
 
 
 @njit(parallel=True, **KERNEL_OPTIONS)

@@ -14,7 +14,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..contact_law import SQRT_FIVE_SIXTHS, TANGENTIAL_STIFFNESS_RATIO  # numba global constants
-from .cpu_kernel_options import KERNEL_OPTIONS
+from ..kernel_options import KERNEL_OPTIONS
 
 
 @njit(inline="always", **KERNEL_OPTIONS)
@@ -22,7 +22,7 @@ def plane_cohesion(cohesion, radius, overlap):
     """SJKR pull [N] of a plane (a wall, a collider's shell face) cutting a sphere of ``radius`` [m]
     ``overlap`` δ [m] deep: c π (2 r δ − δ²), c [Pa] times the disc's area
     (``engine.contact_law.contact_area(wall=True)``). Evaluated as (c π)(…), the order the device code
-    (kernels/collider_math.cuh) and the bakes so far use: its bits are compared."""
+    (kernels/collider_contacts.h) and the bakes so far use: its bits are compared."""
     return cohesion * math.pi * (2.0 * radius * overlap - overlap * overlap)
 
 

@@ -11,7 +11,7 @@ import numpy as np
 from numba import njit, prange
 
 from .cpu_fields import field_acceleration
-from .cpu_kernel_options import KERNEL_OPTIONS
+from ..kernel_options import KERNEL_OPTIONS
 from .cpu_kernels_law import contact_along, contact_law_full, law_of, plane_cohesion
 
 

@@ -10,7 +10,8 @@ Every step, after the grain–grain forces and around the update (the CPU backen
 3. ``sweep(step + 1)``: each collider is moved to the end of the step and ``collider_sweep`` (one
    launch per collider, in order) puts back every grain whose centre path crossed its surface.
 
-The per-grain code (kernels/collider_math.cuh) is the numba reference's line for line in double
+The per-grain code (kernels/collider_geometry.h and collider_contacts.h, which the rt backend's Slang
+kernel includes too, through kernels/collider_math.cuh) is the numba reference's line for line in double
 precision, compiled without fused multiply-adds, so on the same grain state a GPU finds the CPU's
 contacts, each collider's force sum and its springs to the bit; trajectories still differ in the last
 bits because the grain–grain kernels work in float32 and the GPU adds the collider sums to a float32

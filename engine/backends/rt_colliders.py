@@ -12,8 +12,8 @@ Every step, around the grains' own kernels (the CPU backend's order, ``engine.co
 
 1. ``add_forces(bindings)`` before ``rt_step_forces``: one ``rt_collider_forces`` dispatch per collider, in
    order: a point ray per centre gathers the candidate triangles, which are resolved into the distinct
-   touching spots, their forces, torques and springs, in double precision as the CPU reference and the CUDA
-   kernels evaluate them; the sums are rounded once into ``force`` / ``torque``, which ``rt_step_forces``
+   touching spots, their forces, torques and springs, in double precision by the CUDA kernels' own source
+   (kernels/collider_geometry.h, collider_contacts.h) as the CPU reference evaluates them; the sums are rounded once into ``force`` / ``torque``, which ``rt_step_forces``
    adds after the pairs and bonds and before the walls;
 2. ``remember(bindings)`` before the update (Euler's integrate, Verlet's drift): the centres it starts from;
 3. ``sweep(bindings)`` after it: one ``rt_collider_sweep`` per collider, a ray along each centre's path puts

@@ -79,8 +79,8 @@ def run(args) -> int:
         raise MochiError(f"--max-steps-per-frame must be 0 (no budget) or positive, not {args.max_steps_per_frame}.")
     from ..bake import check_bake_folder
 
-    if not args.resume:  # a resume packs nothing; bake() says first whether there is a bake to resume
-        check_bake_folder(out, overwrite=args.overwrite)  # before any packing or estimate
+    # Before any packing or estimate: whether there is a bake to resume, or a folder to bake into.
+    check_bake_folder(out, overwrite=args.overwrite, resume=args.resume)
     preset = load_preset(args.scene)
     frames = args.frames if args.frames is not None else preset.frames
     setup = None
@@ -98,6 +98,8 @@ def run(args) -> int:
         if manifest and rt_device is None and backend in ("rt", "auto"):
             rt_device = manifest.get("rt_device_requested")  # the device the bake began on
         check_rt_device(backend, rt_device)
+        # What the preset resolves to now: the resume is refused unless the bake's physics are these.
+        setup = setup_from_preset(preset, particles=particles)
     else:
         check_rt_device(backend, rt_device)  # a preset bakes on cpu unless --backend says otherwise
         particles = args.particles

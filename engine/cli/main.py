@@ -1,4 +1,5 @@
-"""Entry point of the ``mochi`` console script.
+"""The ``mochi`` command: parser and guard (the console script enters through ``engine_entry``, which guards
+the import of this module).
 
 Every subcommand module exposes ``register(subparsers)`` (adds its parser and sets ``func``) and
 ``run(args) -> int``. ``main`` is the one guard of every command: a ``MochiError`` becomes its sentence
@@ -26,7 +27,8 @@ import threading
 from .. import __version__
 from ..errors import MochiError, escape_controls
 
-SUBCOMMANDS = ("bake", "contacts", "bench", "pack", "render_preview", "free", "export", "wedge", "preset")
+SUBCOMMANDS = ("bake", "contacts", "bench", "pack", "render_preview", "free", "export", "wedge", "preset",
+               "export_lammps", "import_lammps")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -116,8 +118,11 @@ def _caused_by_interrupt(exc: BaseException) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    with _interrupts_not_dropped() as dropped:
-        return _guarded_main(argv, dropped)
+    try:
+        with _interrupts_not_dropped() as dropped:
+            return _guarded_main(argv, dropped)
+    except KeyboardInterrupt:  # in the instant before or after the guard below
+        return _interrupted()
 
 
 def _guarded_main(argv: list[str] | None, dropped: threading.Event) -> int:

@@ -1,4 +1,4 @@
-"""Command-line options shared by several commands: ``--rt-device``.
+"""Command-line options shared by several commands: ``--rt-device``, ``--overwrite``.
 
 argparse's own ``choices`` would answer a bad value with the usage and a message of its own; the value is
 checked by a ``type`` function instead, whose ``MochiError`` reaches the one guard of every command
@@ -24,3 +24,8 @@ def add_rt_device_argument(parser) -> None:
     parser.add_argument("--rt-device", type=rt_device_kind, default=None, metavar="{" + ",".join(RT_DEVICE_KINDS) + "}",
                         help="device kind the rt backend opens (with --backend rt or auto; default: the first of "
                              f"{', '.join(RT_DEVICE_KINDS)} that has ray tracing)")
+
+
+def add_overwrite_argument(parser, what: str) -> None:
+    """Add ``--overwrite``: replace ``what`` (the outputs' rule: engine.output_files)."""
+    parser.add_argument("--overwrite", action="store_true", help=f"replace {what}")

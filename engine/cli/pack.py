@@ -8,6 +8,7 @@ import numpy as np
 
 from ..errors import MochiError
 from ..settings_schema import setting
+from .options import add_overwrite_argument
 
 
 def register(subparsers) -> None:
@@ -31,10 +32,13 @@ def register(subparsers) -> None:
                    help="random displacement as a fraction of each radius, in [0, 0.5] (default 0)")
     p.add_argument("--fit", type=float, help="scale the mesh so its largest bounding-box edge is F metres")
     p.add_argument("--out", required=True, help="output .ply (vertex properties x y z radius id)")
+    add_overwrite_argument(p, "an existing --out that Mochi cannot prove it wrote (a file of the same name that "
+                              "this command wrote before is replaced without it; MESH never is)")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    from ..output_files import plan_outputs
     from ..packing import pack_mesh_file
     from ..ply import write_points
 
@@ -49,16 +53,17 @@ def run(args) -> int:
     integer_in(args.seed, "--seed", 0, 2**32 - 1)
     number_in(args.small_ratio, "--small-ratio", 1e-6, 1.0)
     number_in(args.jitter, "--jitter", 0.0, 0.5)
+    plan = plan_outputs([args.out], overwrite=args.overwrite, inputs=[args.mesh])  # before any packing
     began = time.perf_counter()
     result = pack_mesh_file(args.mesh, radius=args.radius, count=args.count, small_ratio=args.small_ratio,
                             shell_layers=args.shell, seed=args.seed, jitter=args.jitter, fit=args.fit)
     seconds = time.perf_counter() - began
     positions = result.positions
-    write_points(args.out, {
+    plan.write_file(args.out, lambda path: write_points(path, {
         "x": positions[:, 0], "y": positions[:, 1], "z": positions[:, 2],
         "radius": result.radius,
         "id": np.arange(result.particle_count, dtype=np.int32),
-    })
+    }))
     target = ""
     if args.count is not None:
         miss = (result.particle_count - args.count) / args.count

@@ -13,7 +13,9 @@ def register(subparsers) -> None:
     export.add_argument("blend", help="the .blend with Mochi settings")
     export.add_argument("out", help="the preset .toml to write")
     export.add_argument("--name", help="preset name (default: OUT's file name)")
-    export.add_argument("--overwrite", action="store_true", help="replace an existing OUT")
+    export.add_argument("--overwrite", action="store_true",
+                        help="replace an OUT or meshes/ file that Mochi cannot prove it wrote (exporting again over "
+                             "its own preset needs no --overwrite)")
     p.set_defaults(func=run)
 
 
@@ -21,12 +23,15 @@ def run(args) -> int:
     from pathlib import Path
 
     from ..errors import MochiError
+    from ..output_files import plan_outputs
     from .blender_bridge import run_headless
 
     if not args.blend.endswith(".blend"):
         raise MochiError(f"'{args.blend}' is not a .blend file.")
     if Path(args.out).suffix.lower() != ".toml":
         raise MochiError(f"A preset is a .toml file, not '{args.out}'.")
+    # OUT is checked before Blender starts; its meshes, named once Blender has read the scene, before any is written.
+    plan_outputs([args.out], overwrite=args.overwrite, inputs=[args.blend])
     extra = ["preset-export", args.blend, str(Path(args.out).absolute())]
     if args.name:
         extra += ["--name", args.name]

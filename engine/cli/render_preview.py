@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .options import add_overwrite_argument
+
 
 #: Largest image side [pixels] (Blender's own limit is 65,536; 16K is the largest any preview needs) and
 #: samples per pixel: a 200000 × 200000 image would need 600 GB of memory.
@@ -17,6 +19,8 @@ def register(subparsers) -> None:
     p.add_argument("--out", required=True, help="output PNG")
     p.add_argument("--samples", type=int, default=16, help="Cycles samples (default 16)")
     p.add_argument("--resolution", type=int, nargs=2, default=(640, 480), metavar=("W", "H"))
+    add_overwrite_argument(p, "an existing PNG that Mochi cannot prove it wrote (a preview this command wrote "
+                              "before is replaced without it)")
     p.set_defaults(func=run)
 
 
@@ -24,6 +28,7 @@ def run(args) -> int:
     from ..atomic import check_output_file
     from ..cache import frame_path, read_manifest
     from ..errors import MochiError
+    from ..output_files import plan_outputs
     from .blender_bridge import run_headless
 
     from .checks import MAX_FRAMES, integer_in
@@ -34,6 +39,7 @@ def run(args) -> int:
     for size in args.resolution:
         integer_in(size, "--resolution", 1, MAX_RESOLUTION)
     check_output_file(args.out, suffix=".png")
+    plan_outputs([args.out], overwrite=args.overwrite)  # Blender checks it again before it writes
     manifest = read_manifest(args.cache)
     if manifest is None:
         raise MochiError(f"'{args.cache}' is not a Mochi cache folder (no manifest.json).")
@@ -42,4 +48,5 @@ def run(args) -> int:
                          f"1–{manifest['frames_completed']}.")
 
     return run_headless(["render-preview", args.cache, "--frame", str(args.frame), "--out", args.out,
-                         "--samples", str(args.samples), "--resolution", *map(str, args.resolution)])
+                         "--samples", str(args.samples), "--resolution", *map(str, args.resolution)]
+                        + (["--overwrite"] if args.overwrite else []))

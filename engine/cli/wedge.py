@@ -60,6 +60,18 @@ def _wedge_arguments(args) -> list[str]:
     return argv
 
 
+def _wedge_outputs(args, out: Path):
+    """The plan of the files this run writes in the wedge folder (``engine.output_files``): wedge.json
+    unless --only or --sheet-only, the contact sheet unless --only or --no-sheet."""
+    from ..output_files import plan_outputs
+    from ..wedge import WEDGE_MANIFEST
+    from ..wedge_sheet import CONTACT_SHEET_NAME
+
+    names = [] if args.only is not None else (
+        ([] if args.sheet_only else [WEDGE_MANIFEST]) + ([] if args.no_sheet else [CONTACT_SHEET_NAME]))
+    return plan_outputs([out / name for name in names], overwrite=args.overwrite)
+
+
 def run(args) -> int:
     from ..preset import read_preset_document
     from ..wedge import WedgeBakeOptions, WedgeRecord, bake_wedge, check_folders, expand, parse_vary, variant_preset
@@ -84,13 +96,16 @@ def run(args) -> int:
         variants = [variants[args.only - 1]]
     if args.flamenco:
         from ..flamenco import write_wedge_job
+        from ..output_files import plan_outputs
 
-        path = write_wedge_job(args.flamenco, name=f"{presets[0].name} wedge", variant_count=len(presets),
-                               wedge_arguments=shlex.join(_wedge_arguments(args)), mochi=args.flamenco_mochi,
-                               backend=args.backend, worker_tag=args.flamenco_worker_tag)
+        job_plan = plan_outputs([args.flamenco], overwrite=args.overwrite)
+        path = write_wedge_job(job_plan, args.flamenco, name=f"{presets[0].name} wedge",
+                               variant_count=len(presets), wedge_arguments=shlex.join(_wedge_arguments(args)),
+                               mochi=args.flamenco_mochi, backend=args.backend, worker_tag=args.flamenco_worker_tag)
         print(f"Wrote the Flamenco job of {len(presets)} bakes and a contact sheet to '{path}'.")
         return 0
     record = WedgeRecord(str(Path(args.preset).resolve()), axes, expand(axes, out))
+    outputs = _wedge_outputs(args, out)  # a user's wedge.json or contact sheet: refused before any bake
     if not args.sheet_only:
         check_folders(variants, resume=args.resume, overwrite=args.overwrite)
         options = WedgeBakeOptions(frames=args.frames, particles=args.particles, backend=args.backend,
@@ -104,12 +119,12 @@ def run(args) -> int:
         results = bake_wedge(str(args.preset), variants, options, jobs=args.jobs, gpus=args.gpus, on_result=report)
         record.results.update({result.index: result for result in results})
         if args.only is None:
-            record.write(out)
+            record.write(out, outputs)
     failed = [result for result in record.results.values() if result.error]
     if args.only is None and not args.no_sheet:
-        from ..wedge_sheet import render_contact_sheet
+        from ..wedge_sheet import CONTACT_SHEET_NAME, render_contact_sheet
 
-        sheet = render_contact_sheet(record.variants, out / "contact_sheet.png",
+        sheet = render_contact_sheet(record.variants, out / CONTACT_SHEET_NAME, outputs,
                                      title=f"{presets[0].name}: " + ", ".join(a.name for a in axes))
         print(f"Contact sheet: {sheet}")
     if failed:

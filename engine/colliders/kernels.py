@@ -36,7 +36,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..backends.cpu_kernels_law import _contact, contact_law_full, law_of, plane_cohesion
-from ..packing.bvh import KERNEL_OPTIONS
+from ..kernel_options import KERNEL_OPTIONS
 
 #: Barycentric slack of the swept segment–triangle test (relative to the triangle's size).
 EDGE_TOLERANCE = 1e-6

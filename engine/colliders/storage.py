@@ -36,17 +36,9 @@ def _array_key(name: str, index: int) -> str:
     return f"key_{name}_{index}" if name == "vertices" else f"{name}_{index}"
 
 
-def save_colliders(colliders: tuple[Collider, ...], folder: str | os.PathLike) -> Path:
-    """Write the ``colliders`` (a ``ColliderSet``'s ``colliders``) under ``folder``/colliders/; returns that folder.
-
-    Raises:
-        MochiError: the folder cannot be written.
-    """
-    target = Path(folder) / FOLDER
-    try:
-        target.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise MochiError(f"Cannot create '{target}': {exc.strerror or exc}.") from None
+def encode_colliders(colliders: tuple[Collider, ...]) -> dict[str, bytes]:
+    """The files ``save_colliders`` writes, as {name inside colliders/: bytes} (a bake records their
+    digests in its manifest before it writes them)."""
     entries = []
     arrays: dict[str, np.ndarray] = {}
     for index, c in enumerate(colliders):
@@ -59,9 +51,23 @@ def save_colliders(colliders: tuple[Collider, ...], folder: str | os.PathLike) -
                 arrays[_array_key(name, index)] = value
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
-    write_atomic(target / ARRAYS_NAME, lambda handle: handle.write(buffer.getvalue()))
     document = {"format": "mochi-colliders", "format_version": FORMAT_VERSION, "colliders": entries}
-    write_atomic(target / JSON_NAME, lambda handle: handle.write(json.dumps(document, indent=2).encode("utf-8")))
+    return {ARRAYS_NAME: buffer.getvalue(), JSON_NAME: json.dumps(document, indent=2).encode("utf-8")}
+
+
+def save_colliders(colliders: tuple[Collider, ...], folder: str | os.PathLike) -> Path:
+    """Write the ``colliders`` (a ``ColliderSet``'s ``colliders``) under ``folder``/colliders/; returns that folder.
+
+    Raises:
+        MochiError: the folder cannot be written.
+    """
+    target = Path(folder) / FOLDER
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise MochiError(f"Cannot create '{target}': {exc.strerror or exc}.") from None
+    for name, data in encode_colliders(colliders).items():
+        write_atomic(target / name, lambda handle, data=data: handle.write(data))
     return target
 
 

@@ -11,7 +11,9 @@ Layout, for ``mochi export CACHE --usd OUT.usda`` (or ``.usdc``)::
 (``templateAssetPath = ./OUT_frames/frame.####.usdc``). Adding a frame therefore writes one new
 layer and rewrites the stage, whose size does not depend on the number of frames (only its end time
 changes), so a long bake never rewrites a growing file; every file is written under a temporary name
-and renamed, so a reader sees the old stage or the new one, never half of one.
+and renamed, so a reader sees the old stage or the new one, never half of one. Files are replaced or
+removed only when Mochi can prove it wrote them (``engine.output_files``: a record beside the stage and
+one in OUT_frames/); any other file under a name the export needs is refused without ``overwrite``.
 
 Per frame, /Mochi/Grains holds (USD names, units of the stage: metres, seconds):
 
@@ -47,6 +49,7 @@ import numpy as np
 from ..cache import frame_path, read_frame, read_manifest
 from ..cache_integrity import check_frame_digest
 from ..errors import MochiError
+from ..output_files import OVERWRITE_HINT, OutputPlan, plan_outputs
 
 ROOT_PRIM = "/Mochi"
 POINTS_NAME = "Grains"
@@ -57,7 +60,7 @@ CLIP_PRIM = f"/{POINTS_NAME}"
 FRAME_LAYER_PATTERN = "frame.{time:04d}.usdc"
 FRAME_LAYER_TEMPLATE = "frame.####.usdc"
 CLIP_MANIFEST_NAME = "manifest.usda"
-#: customLayerData key that marks a stage as Mochi's (an export refuses to replace any other file).
+#: customLayerData key holding what a Mochi stage was exported from (which cache, how many frames).
 STAGE_MARK = "mochi"
 STAGE_SUFFIXES = (".usda", ".usdc", ".usd")
 UP_AXES = ("Y", "Z")
@@ -110,28 +113,18 @@ class UsdTiming:
         return self.first_time_code + frame - 1
 
 
-def _temporary_beside(path: Path) -> Path:
-    """A temporary name beside ``path`` with the same extension (USD picks the format by extension);
-    dotted and with '.tmp-' like engine.atomic's, so a resumed bake's sweep recognises it."""
-    return path.with_name(f".{path.stem}.tmp-{os.getpid()}{path.suffix}")
-
-
-def _export_atomic(layer, path: Path) -> None:
-    """Write an Sdf layer to ``path`` under a temporary name, then rename it."""
-    tmp = _temporary_beside(path)
-    try:
+def _export_atomic(layer, path: Path, plan: OutputPlan) -> None:
+    """Write an Sdf layer to ``path`` through ``plan`` (a temporary name with the same extension, since
+    USD picks the format by it; then renamed)."""
+    def export(tmp: Path) -> None:
         try:
             written = layer.Export(str(tmp))
         except Exception as exc:  # noqa: BLE001  USD reports a failed write (a full disk) as Tf.ErrorException
             reason = (str(exc).strip().splitlines() or [type(exc).__name__])[-1][:160]
-            raise OSError(f"USD could not write {tmp.name} ({reason})") from None
+            raise MochiError(f"Cannot write '{path}': USD could not write {tmp.name} ({reason}).") from None
         if not written:
-            raise OSError(f"USD could not write {tmp.name}")
-        os.replace(tmp, path)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise MochiError(f"Cannot write '{path}': {exc.strerror or exc}.") from None
+            raise MochiError(f"Cannot write '{path}': USD could not write {tmp.name}.")
+    plan.write_file(path, export)
 
 
 _ATTRIBUTES = (  # (USD name, Sdf value type name, is a primvar)
@@ -180,7 +173,7 @@ def frame_values(columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     }
 
 
-def write_frame_layer(path: Path, time_code: int, values: dict[str, np.ndarray]) -> None:
+def write_frame_layer(path: Path, time_code: int, values: dict[str, np.ndarray], plan: OutputPlan) -> None:
     """Write one frame layer: /Grains with the samples of ``values`` at ``time_code``."""
     Sdf, _, _, Vt = _pxr()
     layer = Sdf.Layer.CreateAnonymous(".usdc")
@@ -193,10 +186,10 @@ def write_frame_layer(path: Path, time_code: int, values: dict[str, np.ndarray])
     for name, type_name, _ in _ATTRIBUTES:
         layer.SetTimeSample(specs[name].path, float(time_code),
                             arrays[type_name].FromNumpy(np.ascontiguousarray(values[name])))
-    _export_atomic(layer, path)
+    _export_atomic(layer, path, plan)
 
 
-def write_clip_manifest(path: Path) -> None:
+def write_clip_manifest(path: Path, plan: OutputPlan) -> None:
     """The clip manifest: the attributes the frame layers provide, declared without values (USD
     would otherwise open every frame layer to find out)."""
     Sdf, _, _, _ = _pxr()
@@ -204,10 +197,11 @@ def write_clip_manifest(path: Path) -> None:
     prim = Sdf.CreatePrimInLayer(layer, CLIP_PRIM)
     prim.specifier = Sdf.SpecifierOver
     _declare_attributes(prim, Sdf)
-    _export_atomic(layer, path)
+    _export_atomic(layer, path, plan)
 
 
-def write_stage(stage_path: Path, timing: UsdTiming, last_frame: int, *, info: dict | None = None) -> None:
+def write_stage(stage_path: Path, timing: UsdTiming, last_frame: int, plan: OutputPlan, *,
+                info: dict | None = None) -> None:
     """Write the stage of frames 1..``last_frame``: metadata, /Mochi/Grains and its template clips.
 
     Built as a plain Sdf layer, never composed here (a composed stage would resolve the clip set, a
@@ -234,29 +228,39 @@ def write_stage(stage_path: Path, timing: UsdTiming, last_frame: int, *, info: d
         "manifestAssetPath": Sdf.AssetPath(f"{folder}/{CLIP_MANIFEST_NAME}"),
     }})
     layer.customLayerData = {STAGE_MARK: {"frames": last_frame, **(info or {})}}
-    _export_atomic(layer, stage_path)
+    _export_atomic(layer, stage_path, plan)
 
 
-def _previous_export(stage_path: Path, *, overwrite: bool) -> dict | None:
-    """The Mochi mark of the stage already at ``stage_path`` (None when there is none, or when it is
-    to be overwritten).
+def check_stage_name(stage_path: str | os.PathLike) -> Path:
+    """``stage_path`` as a Path, if it names a USD file.
 
     Raises:
-        MochiError: not a USD file name, or an existing file that is not Mochi's stage.
+        MochiError: not a .usda, .usdc or .usd name.
     """
+    stage_path = Path(stage_path)
     if stage_path.suffix.lower() not in STAGE_SUFFIXES:
         raise MochiError(f"'{stage_path}' must end in .usda, .usdc or .usd.")
-    if not stage_path.exists() or overwrite:
+    return stage_path
+
+
+def export_files(stage_path: str | os.PathLike, time_codes: range) -> list[Path]:
+    """Every file an export of the frames at ``time_codes`` writes: the stage, the clip manifest, the
+    frame layers."""
+    stage_path = check_stage_name(stage_path)
+    return [stage_path, frames_folder(stage_path) / CLIP_MANIFEST_NAME,
+            *(frame_layer_path(stage_path, time_code) for time_code in time_codes)]
+
+
+def _previous_export(stage_path: Path, plan: OutputPlan) -> dict | None:
+    """What the stage at ``stage_path`` was exported from (its Mochi mark), when Mochi wrote it; else None."""
+    if not plan.proves(stage_path):
         return None
     Sdf, _, _, _ = _pxr()
     layer = None
-    with contextlib.suppress(Exception):  # USD raises Tf errors of several kinds for foreign files
+    with contextlib.suppress(Exception):  # USD raises Tf errors of several kinds for damaged files
         layer = Sdf.Layer.OpenAsAnonymous(str(stage_path))
     mark = dict(layer.customLayerData).get(STAGE_MARK) if layer is not None else None
-    if mark is None:
-        raise MochiError(f"'{stage_path}' exists and is not a Mochi USD export; choose another file or "
-                         "overwrite.")
-    return dict(mark)
+    return dict(mark) if mark is not None else None
 
 
 def checked_frame(cache: Path, manifest: dict, frame: int) -> dict[str, np.ndarray]:
@@ -295,7 +299,7 @@ class UsdExport:
 
 
 def export_cache_to_usd(cache: str | os.PathLike, stage_path: str | os.PathLike, *, overwrite: bool = False,
-                        log: Callable[[str], None] | None = None,
+                        overwrite_hint: str = OVERWRITE_HINT, log: Callable[[str], None] | None = None,
                         on_frame: Callable[[int, int], None] | None = None) -> UsdExport:
     """Export the complete frames of a bake cache to a USD stage, incrementally.
 
@@ -307,40 +311,42 @@ def export_cache_to_usd(cache: str | os.PathLike, stage_path: str | os.PathLike,
     Args:
         cache: Cache folder (manifest.json + frame_NNNN.ply).
         stage_path: OUT.usda or OUT.usdc; its frame layers go to OUT_frames/.
-        overwrite: Replace ``stage_path`` even when it is not a Mochi export.
+        overwrite: Replace a stage, clip manifest or frame layer that Mochi cannot prove it wrote (a
+            user's file or link under a name the export needs; engine.output_files).
+        overwrite_hint: How a refusal says to allow that (the Blender operator names its option).
         log: Where one-line messages go.
         on_frame: Called as ``on_frame(frame, frames)`` after each frame is checked or written
             (progress bars).
 
     Raises:
-        MochiError: no cache, no complete frame, a foreign file at ``stage_path``, usd-core missing,
-            or a file that cannot be written.
+        MochiError: no cache, no complete frame, a file under a name the export needs that Mochi cannot
+            prove it wrote (before anything is written), usd-core missing, or a file that cannot be written.
     """
-    cache, stage_path = Path(cache), Path(stage_path)
+    cache, stage_path = Path(cache), check_stage_name(stage_path)
     manifest = read_manifest(cache) if cache.is_dir() else None
     if manifest is None:
         raise MochiError(f"'{cache}' is not a Mochi cache folder (no manifest.json).")
     frames = int(manifest.get("frames_completed", 0))
     if frames < 1:
         raise MochiError(f"The cache '{cache}' has no complete frame yet.")
-    previous = _previous_export(stage_path, overwrite=overwrite)
+    timing = UsdTiming.from_manifest(manifest)
+    _pxr()  # usd-core missing: said before anything is written
+    plan = plan_outputs(export_files(stage_path, range(timing.time_code(1), timing.time_code(frames) + 1)),
+                        overwrite=overwrite, hint=overwrite_hint)
+    previous = _previous_export(stage_path, plan)
     # Layers of another cache's export must not be mixed into this one: then every frame is rewritten.
     same_cache = previous is not None and previous.get("cache") == str(cache.resolve())
-    timing = UsdTiming.from_manifest(manifest)
     folder = frames_folder(stage_path)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise MochiError(f"Cannot create '{folder}': {exc.strerror or exc}.") from None
-    if not (folder / CLIP_MANIFEST_NAME).is_file():
-        write_clip_manifest(folder / CLIP_MANIFEST_NAME)
+    if not plan.proves(folder / CLIP_MANIFEST_NAME):
+        write_clip_manifest(folder / CLIP_MANIFEST_NAME, plan)
     result = UsdExport(stage_path, frames=frames)
     for frame in range(1, frames + 1):
         layer_path = frame_layer_path(stage_path, timing.time_code(frame))
-        current = (same_cache and layer_path.is_file()
+        current = (same_cache and plan.proves(layer_path)
                    and layer_path.stat().st_mtime_ns >= frame_path(cache, frame).stat().st_mtime_ns)
         if not current:
-            write_frame_layer(layer_path, timing.time_code(frame), frame_values(checked_frame(cache, manifest, frame)))
+            write_frame_layer(layer_path, timing.time_code(frame), frame_values(checked_frame(cache, manifest, frame)),
+                              plan)
             result.written += 1
         if on_frame:
             on_frame(frame, frames)
@@ -348,9 +354,9 @@ def export_cache_to_usd(cache: str | os.PathLike, stage_path: str | os.PathLike,
     for stale in folder.glob("frame.*.usdc"):
         number = stale.name.split(".")[1]
         if number.isdigit() and int(number) > last_time:
-            stale.unlink()
-    write_stage(stage_path, timing, frames, info={"cache": str(cache.resolve()),
-                                                  "engine_version": manifest.get("engine_version", "")})
+            plan.remove_if_ours(stale)  # a layer of a longer export; anyone else's file stays
+    write_stage(stage_path, timing, frames, plan, info={"cache": str(cache.resolve()),
+                                                        "engine_version": manifest.get("engine_version", "")})
     if log:
         log(f"USD: frames 1–{frames} in '{stage_path}' ({result.written} frame layers written).")
     return result

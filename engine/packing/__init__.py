@@ -11,7 +11,9 @@ How it works (one module per step): ``mesh`` loads, checks and places the mesh; 
 hierarchy over its triangles; ``queries`` answers distance-to-surface and generalized winding number
 queries; ``lattice`` lays out HCP sites; ``regions`` decides which sites are inside with few winding
 evaluations; ``fill`` keeps the large and small spheres; ``colors`` and ``motion`` add per-particle
-colour and rigid velocities. The object id of the particles is the caller's to set.
+colour and rigid velocities. The object id of the particles is the caller's to set. ``progress``
+(``PackProgress``) runs the long loops in chunks of ~0.1 s, records the stage and share done, and stops
+the packing with ``PackCancelled`` at the next chunk after a cancel (Blender's Esc).
 """
 
 from __future__ import annotations
@@ -28,11 +30,13 @@ from .colors import colors_from_vertices
 from .fill import SKIN_SMALL_LAYERS, MeshInfo, analyse_mesh, fill_mesh
 from .mesh import check_mesh, load_mesh_file, place_vertices
 from .motion import rigid_spins, rigid_velocities
+from .progress import PackCancelled, PackProgress, begin_stage
 
 #: The small-radius ratio's default and bounds (engine.settings_schema).
 SMALL_RATIO = setting("small_ratio")
 
-__all__ = ["PackResult", "pack_mesh", "pack_mesh_file", "rigid_spins", "rigid_velocities"]
+__all__ = ["PackCancelled", "PackProgress", "PackResult", "pack_mesh", "pack_mesh_file", "rigid_spins",
+           "rigid_velocities"]
 
 # The count search stops within this relative distance of the target, or after COUNT_ITERATIONS packs.
 COUNT_TOLERANCE = 0.005
@@ -78,7 +82,8 @@ class PackResult:
 def pack_mesh_file(path: str | os.PathLike, *, radius: float | None = None, count: int | None = None,
                    small_ratio: float = SMALL_RATIO.default, shell_layers: int = 0, seed: int = 0, jitter: float = 0.0,
                    fit: float | None = None, center: tuple[float, float, float] | None = None,
-                   rotation_deg: tuple[float, float, float] = (0.0, 0.0, 0.0)) -> PackResult:
+                   rotation_deg: tuple[float, float, float] = (0.0, 0.0, 0.0),
+                   progress: PackProgress | None = None) -> PackResult:
     """Pack the mesh in an OBJ/PLY/STL/... file (read with trimesh).
 
     Placement: rotate by Euler XYZ ``rotation_deg`` about the bounding-box centre, then scale uniformly
@@ -91,14 +96,14 @@ def pack_mesh_file(path: str | os.PathLike, *, radius: float | None = None, coun
     mesh = load_mesh_file(path)
     return pack_mesh(mesh.vertices, mesh.triangles, radius=radius, count=count, small_ratio=small_ratio,
                      shell_layers=shell_layers, seed=seed, jitter=jitter, fit=fit, center=center,
-                     rotation_deg=rotation_deg, vertex_colors=mesh.vertex_colors, name=mesh.name)
+                     rotation_deg=rotation_deg, vertex_colors=mesh.vertex_colors, name=mesh.name, progress=progress)
 
 
 def pack_mesh(vertices, triangles, *, transform=None, radius: float | None = None, count: int | None = None,
               small_ratio: float = SMALL_RATIO.default, shell_layers: int = 0, seed: int = 0, jitter: float = 0.0,
               fit: float | None = None, center: tuple[float, float, float] | None = None,
               rotation_deg: tuple[float, float, float] = (0.0, 0.0, 0.0), vertex_colors=None,
-              name: str = "The mesh") -> PackResult:
+              name: str = "The mesh", progress: PackProgress | None = None) -> PackResult:
     """Fill a triangle mesh with spheres of radius r and ``small_ratio * r``.
 
     The inside is where the generalized winding number has magnitude ≥ ½, so open, non-manifold,
@@ -128,17 +133,20 @@ def pack_mesh(vertices, triangles, *, transform=None, radius: float | None = Non
         vertex_colors: Optional RGB(A) per vertex in 0..1, shape (vertex_count, 3 or 4): each particle
             takes the colour of the nearest vertex.
         name: Subject of error sentences, e.g. "The object 'Bunny'".
+        progress: Told what the packing does and how far it is, and asked between chunks of about
+            0.1 s whether to stop (``engine.packing.progress``); None packs in one go.
 
     Raises:
         MochiError: no faces, NaN vertices, bad options, a mesh with no volume outside shell mode, a
             radius too large for any sphere to fit (or too small to fit in memory).
+        PackCancelled: ``progress`` was asked to stop.
     """
     _check_options(radius, count, small_ratio, shell_layers, seed, jitter, name)
     mesh = check_mesh(vertices, triangles, vertex_colors=vertex_colors, name=name)
     placed = place_vertices(mesh.vertices, transform=transform, rotation_deg=rotation_deg, fit=fit, center=center,
                             name=name)
-    info = analyse_mesh(placed, mesh.triangles, name=name)
-    options = dict(small_ratio=small_ratio, shell_layers=shell_layers, seed=seed, jitter=jitter)
+    info = analyse_mesh(placed, mesh.triangles, name=name, progress=progress)
+    options = dict(small_ratio=small_ratio, shell_layers=shell_layers, seed=seed, jitter=jitter, progress=progress)
     if count is not None:
         radius, fill = _radius_for_count(info, int(count), options)
     else:
@@ -152,7 +160,8 @@ def pack_mesh(vertices, triangles, *, transform=None, radius: float | None = Non
     fraction = sphere_volume / fill.mesh_volume if fill.mesh_volume > 0 else math.nan
     colors = None
     if mesh.vertex_colors is not None:
-        colors = colors_from_vertices(fill.positions, placed, mesh.vertex_colors)
+        begin_stage(progress, "colouring the grains")
+        colors = colors_from_vertices(fill.positions, placed, mesh.vertex_colors, progress=progress)
     return PackResult(positions, radii, fill.is_small.copy(), counts, fraction, fill.mesh_volume, colors,
                       float(radius))
 
@@ -184,7 +193,12 @@ def _radius_for_count(info: MeshInfo, target: int, options: dict):
     exponent = 3.0 if info.volume > 0 and options["shell_layers"] == 0 else 2.0
     best = None
     history = []
-    for _ in range(COUNT_ITERATIONS):
+    progress = options["progress"]
+    if progress is not None:
+        progress.attempts_most = COUNT_ITERATIONS
+    for attempt in range(COUNT_ITERATIONS):
+        if progress is not None:
+            progress.attempt = attempt + 1
         fill = fill_mesh(info, radius, allow_empty=True, **options)
         n = len(fill.radius)
         if best is None or abs(n - target) < abs(len(best[1].radius) - target):

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-KERNEL_OPTIONS = dict(nogil=True, cache=True, fastmath=False, error_model="numpy")
+from ..kernel_options import KERNEL_OPTIONS
+
 LEAF_SIZE = 8
 
 

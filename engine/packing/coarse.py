@@ -14,6 +14,7 @@ import numpy as np
 from numba import njit, prange
 
 from .bvh import KERNEL_OPTIONS, MeshBvh
+from .progress import PackProgress
 from .queries import surface_distances
 
 
@@ -59,7 +60,8 @@ def _lower_bound_kernel(positions, lo, size, dims, centre_distance):
     return out
 
 
-def coarse_distance(bvh: MeshBvh, lo, hi, *, size: float, cap: float) -> CoarseDistance:
+def coarse_distance(bvh: MeshBvh, lo, hi, *, size: float, cap: float,
+                    progress: PackProgress | None = None) -> CoarseDistance:
     """Voxel distances over lo..hi padded by one voxel.
 
     Args:
@@ -67,11 +69,12 @@ def coarse_distance(bvh: MeshBvh, lo, hi, *, size: float, cap: float) -> CoarseD
         lo, hi: Box to cover [m], shape (3,).
         size: Voxel side [m].
         cap: Largest bound of interest [m]; centre distances are clamped at cap + half a diagonal.
+        progress: Runs the voxels in chunks, recording progress and honouring a cancel between them.
     """
     lo = np.asarray(lo, dtype=np.float64) - size
     dims = np.maximum(np.ceil((np.asarray(hi, dtype=np.float64) + size - lo) / size).astype(np.int64), 1)
     axes = [lo[n] + (np.arange(dims[n]) + 0.5) * size for n in range(3)]
     centres = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
     reach = cap + 0.5 * math.sqrt(3.0) * size
-    distance = surface_distances(bvh, centres, reach).reshape(tuple(dims))
+    distance = surface_distances(bvh, centres, reach, progress=progress).reshape(tuple(dims))
     return CoarseDistance(lo, float(size), dims, distance)

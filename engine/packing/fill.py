@@ -30,6 +30,7 @@ from .bvh import MeshBvh, build_bvh
 from .coarse import coarse_distance
 from .lattice import hcp_dims, hcp_lattice
 from .orient import orient_consistently
+from .progress import PackProgress, begin_stage, run_chunked
 from .queries import surface_distances, winding_numbers
 from .regions import classify_sites, mesh_has_boundary
 
@@ -80,13 +81,16 @@ class MeshInfo:
     name: str
 
 
-def analyse_mesh(vertices: np.ndarray, triangles: np.ndarray, *, name: str = "The mesh") -> MeshInfo:
+def analyse_mesh(vertices: np.ndarray, triangles: np.ndarray, *, name: str = "The mesh",
+                 progress: PackProgress | None = None) -> MeshInfo:
     """Build the hierarchy, test for a boundary and measure the enclosed volume.
 
     Faces flipped one by one are re-oriented first (``engine.packing.orient``). The volume is exact
     (divergence theorem, absolute value so flipped meshes count) for meshes without boundary; for open
-    meshes it is estimated on a ``VOLUME_GRID``³ grid as the volume where |winding| ≥ ½.
+    meshes it is estimated on a ``VOLUME_GRID``³ grid as the volume where |winding| ≥ ½. ``progress``
+    records how far it is and stops it on a cancel (``engine.packing.progress``).
     """
+    begin_stage(progress, "reading the mesh")
     closed = not mesh_has_boundary(triangles)
     if not closed:
         # A boundary may be a real hole or just faces flipped one by one; re-orienting fixes the latter.
@@ -104,7 +108,8 @@ def analyse_mesh(vertices: np.ndarray, triangles: np.ndarray, *, name: str = "Th
     else:
         axes = [lo[n] + (np.arange(VOLUME_GRID) + 0.5) * extent[n] / VOLUME_GRID for n in range(3)]
         grid = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
-        inside = np.abs(winding_numbers(bvh, grid)) >= 0.5
+        begin_stage(progress, "measuring the open mesh's volume")
+        inside = np.abs(winding_numbers(bvh, grid, progress=progress)) >= 0.5
         volume = float(inside.mean() * np.prod(extent))
     if volume <= 1e-9 * float(np.prod(np.maximum(extent, 1e-300))):
         volume = 0.0
@@ -112,7 +117,7 @@ def analyse_mesh(vertices: np.ndarray, triangles: np.ndarray, *, name: str = "Th
 
 
 def fill_mesh(info: MeshInfo, radius: float, *, small_ratio: float = 0.5, shell_layers: int = 0, seed: int = 0,
-              jitter: float = 0.0, allow_empty: bool = False) -> Fill:
+              jitter: float = 0.0, allow_empty: bool = False, progress: PackProgress | None = None) -> Fill:
     """Pack spheres into an analysed mesh.
 
     Args:
@@ -123,6 +128,7 @@ def fill_mesh(info: MeshInfo, radius: float, *, small_ratio: float = 0.5, shell_
         seed: Jitter seed.
         jitter: Random displacement bound as a fraction of each radius, in [0, 0.5].
         allow_empty: Return an empty fill instead of raising when no sphere fits (count search).
+        progress: Records how far the fill is and stops it on a cancel (``engine.packing.progress``).
 
     Raises:
         MochiError: a zero-volume mesh outside shell mode, a lattice too large for memory, or no sphere
@@ -134,20 +140,21 @@ def fill_mesh(info: MeshInfo, radius: float, *, small_ratio: float = 0.5, shell_
     _check_site_count(info, radius, jitter, small_ratio)
     small_radius = radius * small_ratio
     if info.volume <= 0.0:
-        large = _sheet_sites(info, radius, shell_layers, seed, jitter)
+        large = _sheet_sites(info, radius, shell_layers, seed, jitter, progress)
         small = np.zeros((0, 3))
     else:
         skin = SKIN_SMALL_LAYERS * 2.0 * small_radius if small_ratio < 1.0 else 0.0
         thickness = skin + 2.0 * radius * shell_layers if shell_layers > 0 else math.inf
         large = _inside_sites(info, radius, jitter, seed, stream=0, clearance=radius + skin, band=thickness,
-                              exact_band=True)
+                              exact_band=True, progress=progress, what="large")
         small = np.zeros((0, 3))
         if small_ratio < 1.0:
             band = min(thickness, skin + GAP_BAND * 2.0 * radius * (1.0 + 2.0 * jitter))
             # Outside shell mode the band only bounds the work (sites deeper in touch large spheres).
             small = _inside_sites(info, small_radius, jitter, seed, stream=1, clearance=small_radius, band=band,
-                                  exact_band=shell_layers > 0)
-            small = _clear_of(small, large, radius + small_radius)
+                                  exact_band=shell_layers > 0, progress=progress, what="small")
+            begin_stage(progress, "keeping the small grains clear of the large")
+            small = _clear_of(small, large, radius + small_radius, progress)
     if len(large) + len(small) == 0 and not allow_empty:
         size = np.round(info.hi - info.lo, 6).tolist()
         raise MochiError(f"{info.name}: the radius {radius:g} m is too large, no sphere fits inside it "
@@ -168,9 +175,11 @@ def _check_site_count(info: MeshInfo, radius: float, jitter: float, small_ratio:
 
 
 def _inside_sites(info: MeshInfo, radius: float, jitter: float, seed: int, *, stream: int, clearance: float,
-                  band: float, exact_band: bool) -> np.ndarray:
+                  band: float, exact_band: bool, progress: PackProgress | None = None,
+                  what: str = "large") -> np.ndarray:
     """Lattice sites of spheres of ``radius`` inside the mesh with centre distance to the surface ≥
-    ``clearance`` and < ``band`` (exactly when ``exact_band``, else give or take a coarse voxel)."""
+    ``clearance`` and < ``band`` (exactly when ``exact_band``, else give or take a coarse voxel).
+    ``what`` names the spheres in ``progress``'s stages ('large', 'small')."""
     # Exact distances are needed up to the longest jittered neighbour distance (safe edges of
     # engine.packing.regions), the clearance and an exact band; beyond, 'at least cap' is enough.
     neighbour = 2.0 * radius * (1.0 + 2.0 * jitter) * 1.001
@@ -178,25 +187,39 @@ def _inside_sites(info: MeshInfo, radius: float, jitter: float, seed: int, *, st
     exact_band = exact_band and finite_band
     cap = max(neighbour, clearance * 1.001, band if exact_band else 0.0)
     size = max(2.0 * cap, 0.5 * band) if finite_band else 2.0 * cap
-    coarse = coarse_distance(info.bvh, info.lo, info.hi, size=size, cap=max(cap, band if finite_band else 0.0))
+    begin_stage(progress, f"{what} grains: mapping the surface")
+    coarse = coarse_distance(info.bvh, info.lo, info.hi, size=size, cap=max(cap, band if finite_band else 0.0),
+                             progress=progress)
     keep = (lambda p: coarse.lower_bound(p) < band) if finite_band else None
-    lattice = hcp_lattice(info.lo, info.hi, radius, jitter=jitter, seed=seed, stream=stream, keep=keep)
+    begin_stage(progress, f"{what} grains: laying out the lattice")
+    lattice = hcp_lattice(info.lo, info.hi, radius, jitter=jitter, seed=seed, stream=stream, keep=keep,
+                          on_slab=progress.advance if progress is not None else None)
+    begin_stage(progress, f"{what} grains: distances to the surface")
     distance = np.full(len(lattice.positions), cap)
-    near = coarse.lower_bound(lattice.positions) < cap
-    distance[near] = surface_distances(info.bvh, lattice.positions[near], cap)
+    bound = np.empty(len(lattice.positions))
+
+    def lower_bounds(begin: int, end: int) -> None:
+        bound[begin:end] = coarse.lower_bound(lattice.positions[begin:end])
+
+    run_chunked(len(bound), lower_bounds, progress)
+    near = bound < cap
+    begin_stage(progress, f"{what} grains: distances to the surface")
+    distance[near] = surface_distances(info.bvh, lattice.positions[near], cap, progress=progress)
     clear = distance >= clearance * (1.0 - INSIDE_SLACK)
     if exact_band:
         clear &= distance < band
     positions = lattice.positions[clear]
     winding = np.abs(classify_sites(info.bvh, positions, lattice.flat_ids[clear], lattice.dims, distance[clear],
-                                    closed=info.closed))
+                                    closed=info.closed, progress=progress))
     inside = winding >= 0.5
     if not info.closed:
-        inside &= _probes_inside(info, positions, winding, radius)
+        begin_stage(progress, f"{what} grains: checking the open mesh's edges")
+        inside &= _probes_inside(info, positions, winding, radius, progress)
     return positions[inside]
 
 
-def _probes_inside(info: MeshInfo, positions: np.ndarray, winding: np.ndarray, radius: float) -> np.ndarray:
+def _probes_inside(info: MeshInfo, positions: np.ndarray, winding: np.ndarray, radius: float,
+                   progress: PackProgress | None = None) -> np.ndarray:
     """Whether the sphere's extreme points in ``PROBE_DIRECTIONS`` are inside too (open meshes).
 
     At a hole the inside ends where the winding number falls below ½, not at a triangle, so the
@@ -208,26 +231,57 @@ def _probes_inside(info: MeshInfo, positions: np.ndarray, winding: np.ndarray, r
     if len(doubtful) == 0:
         return ok
     probes = positions[doubtful, None, :] + radius * PROBE_DIRECTIONS[None, :, :]
-    probe_winding = np.abs(winding_numbers(info.bvh, probes.reshape(-1, 3))).reshape(len(doubtful), -1)
+    probe_winding = np.abs(winding_numbers(info.bvh, probes.reshape(-1, 3), progress=progress)).reshape(
+        len(doubtful), -1)
     ok[doubtful] = (probe_winding >= 0.5).all(axis=1)
     return ok
 
 
-def _sheet_sites(info: MeshInfo, radius: float, layers: int, seed: int, jitter: float) -> np.ndarray:
+def _sheet_sites(info: MeshInfo, radius: float, layers: int, seed: int, jitter: float,
+                 progress: PackProgress | None = None) -> np.ndarray:
     """Large sites within ``radius * layers`` of a surface that encloses nothing."""
     half = radius * layers
     lo = info.lo - half
     hi = info.hi + half
-    coarse = coarse_distance(info.bvh, lo, hi, size=2.0 * half, cap=half)
+    begin_stage(progress, "sheet: mapping the surface")
+    coarse = coarse_distance(info.bvh, lo, hi, size=2.0 * half, cap=half, progress=progress)
+    begin_stage(progress, "sheet: laying out the lattice")
     lattice = hcp_lattice(lo, hi, radius, jitter=jitter, seed=seed, stream=0,
-                          keep=lambda p: coarse.lower_bound(p) < half)
-    distance = surface_distances(info.bvh, lattice.positions, half)
+                          keep=lambda p: coarse.lower_bound(p) < half,
+                          on_slab=progress.advance if progress is not None else None)
+    begin_stage(progress, "sheet: distances to the surface")
+    distance = surface_distances(info.bvh, lattice.positions, half, progress=progress)
     return lattice.positions[distance < half]
 
 
-def _clear_of(candidates: np.ndarray, others: np.ndarray, gap: float) -> np.ndarray:
-    """The candidates whose distance to every point of ``others`` is at least ``gap``."""
+def _clear_of(candidates: np.ndarray, others: np.ndarray, gap: float,
+              progress: PackProgress | None = None) -> np.ndarray:
+    """The candidates whose distance to every point of ``others`` is at least ``gap``.
+
+    With ``progress``, the candidates go in chunks, each against a tree of only the ``others`` whose x
+    lies within ``gap`` of the chunk's x range (lattice sites come in i-plane order, so a chunk spans a
+    narrow slab): every point within ``gap`` of a candidate is in its chunk's tree, so each nearest
+    distance below ``gap``, and the answer, is the one a tree of all of them gives.
+    """
     if len(candidates) == 0 or len(others) == 0:
         return candidates
-    distance, _ = cKDTree(others).query(candidates, k=1, distance_upper_bound=gap, workers=-1)
-    return candidates[distance >= gap]
+    if progress is None:
+        distance, _ = cKDTree(others).query(candidates, k=1, distance_upper_bound=gap, workers=-1)
+        return candidates[distance >= gap]
+    x = others[:, 0]
+    # Bounds that hold though x is only nearly sorted: no earlier point lies right of the running
+    # maximum, no later one left of the running minimum from the end.
+    highest_so_far = np.maximum.accumulate(x)
+    lowest_from_here = np.minimum.accumulate(x[::-1])[::-1]
+    clear = np.ones(len(candidates), bool)
+
+    def run(begin: int, end: int) -> None:
+        chunk = candidates[begin:end]
+        first = int(np.searchsorted(highest_so_far, chunk[:, 0].min() - gap, side="left"))
+        last = int(np.searchsorted(lowest_from_here, chunk[:, 0].max() + gap, side="right"))
+        if last > first:
+            distance, _ = cKDTree(others[first:last]).query(chunk, k=1, distance_upper_bound=gap, workers=-1)
+            clear[begin:end] = distance >= gap
+
+    run_chunked(len(candidates), run, progress)
+    return candidates[clear]

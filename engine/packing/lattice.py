@@ -53,7 +53,8 @@ def hcp_dims(lo, hi, radius: float, *, jitter: float = 0.0) -> tuple[int, int, i
 
 
 def hcp_lattice(lo, hi, radius: float, *, jitter: float = 0.0, seed: int = 0, stream: int = 0,
-                keep: Callable[[np.ndarray], np.ndarray] | None = None) -> Lattice:
+                keep: Callable[[np.ndarray], np.ndarray] | None = None,
+                on_slab: Callable[[float], None] | None = None) -> Lattice:
     """HCP sites for spheres of ``radius`` covering the box lo..hi, the first sites tangent to lo.
 
     Jitter moves every site by a random vector of length at most ``jitter * radius``; the spacing grows
@@ -66,6 +67,9 @@ def hcp_lattice(lo, hi, radius: float, *, jitter: float = 0.0, seed: int = 0, st
         seed: Seed of the jitter; the same seed gives the same bits.
         stream: Separates the random streams of several lattices built with one seed.
         keep: Optional filter, positions (m, 3) → bool (m,), applied slab by slab to bound memory.
+        on_slab: Called after each slab with the share of the lattice done, 0..1 (a progress bar; it
+            may raise to stop). The slabs are fixed by the lattice, not by time: the jitter's random
+            stream is drawn slab by slab.
     """
     lo = np.asarray(lo, dtype=np.float64)
     a = 2.0 * radius * (1.0 + jitter)
@@ -100,6 +104,8 @@ def hcp_lattice(lo, hi, radius: float, *, jitter: float = 0.0, seed: int = 0, st
             ids = ids[mask]
         kept_positions.append(positions)
         kept_ids.append(ids)
+        if on_slab is not None:
+            on_slab(i1 / dims[0])
     return Lattice(np.concatenate(kept_positions), np.concatenate(kept_ids), dims, a, a ** 3 / math.sqrt(2.0))
 
 

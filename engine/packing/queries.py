@@ -19,6 +19,7 @@ import numpy as np
 from numba import njit, prange
 
 from .bvh import KERNEL_OPTIONS, MeshBvh
+from .progress import PackProgress, run_chunked
 
 # Barill et al. use 2 with a second-order expansion; with the first-order one a larger ratio keeps the
 # error well under the 0.5 threshold near the surface (checked against brute force in the tests).
@@ -26,16 +27,23 @@ WINDING_BETA = 3.0
 STACK_DEPTH = 128
 
 
-def winding_numbers(bvh: MeshBvh, points: np.ndarray) -> np.ndarray:
+def winding_numbers(bvh: MeshBvh, points: np.ndarray, *, progress: PackProgress | None = None) -> np.ndarray:
     """Generalized winding number of every point, float64 shape (point_count,).
 
     Args:
         bvh: The mesh and its hierarchy.
         points: Query points [m], shape (point_count, 3).
+        progress: Runs the points in chunks, recording progress and honouring a cancel between them.
     """
     points = np.ascontiguousarray(points, dtype=np.float64).reshape(-1, 3)
-    return _winding_kernel(points, bvh.vertices, bvh.triangles, bvh.order, bvh.left, bvh.start, bvh.count,
-                           bvh.normal_sum, bvh.center, bvh.reach, WINDING_BETA)
+    out = np.empty(points.shape[0])
+
+    def run(begin: int, end: int) -> None:
+        out[begin:end] = _winding_kernel(points[begin:end], bvh.vertices, bvh.triangles, bvh.order, bvh.left,
+                                         bvh.start, bvh.count, bvh.normal_sum, bvh.center, bvh.reach, WINDING_BETA)
+
+    run_chunked(points.shape[0], run, progress)
+    return out
 
 
 def winding_numbers_exact(bvh: MeshBvh, points: np.ndarray) -> np.ndarray:
@@ -44,7 +52,8 @@ def winding_numbers_exact(bvh: MeshBvh, points: np.ndarray) -> np.ndarray:
     return _winding_brute_kernel(points, bvh.vertices, bvh.triangles)
 
 
-def surface_distances(bvh: MeshBvh, points: np.ndarray, cap: float) -> np.ndarray:
+def surface_distances(bvh: MeshBvh, points: np.ndarray, cap: float, *,
+                      progress: PackProgress | None = None) -> np.ndarray:
     """Unsigned distance from every point to the nearest triangle, clamped to ``cap`` [m].
 
     Clamping lets the search skip every node farther than ``cap``, which is what makes the 'is this
@@ -54,13 +63,20 @@ def surface_distances(bvh: MeshBvh, points: np.ndarray, cap: float) -> np.ndarra
         bvh: The mesh and its hierarchy.
         points: Query points [m], shape (point_count, 3).
         cap: Largest distance of interest [m]; farther points get exactly ``cap``.
+        progress: Runs the points in chunks, recording progress and honouring a cancel between them.
 
     Returns:
         float64 shape (point_count,).
     """
     points = np.ascontiguousarray(points, dtype=np.float64).reshape(-1, 3)
-    return _distance_kernel(points, bvh.vertices, bvh.triangles, bvh.order, bvh.box_lo, bvh.box_hi, bvh.left,
-                            bvh.start, bvh.count, float(cap))
+    out = np.empty(points.shape[0])
+
+    def run(begin: int, end: int) -> None:
+        out[begin:end] = _distance_kernel(points[begin:end], bvh.vertices, bvh.triangles, bvh.order, bvh.box_lo,
+                                          bvh.box_hi, bvh.left, bvh.start, bvh.count, float(cap))
+
+    run_chunked(points.shape[0], run, progress)
+    return out
 
 
 @njit(**KERNEL_OPTIONS)

@@ -16,6 +16,7 @@ import numpy as np
 from numba import njit
 
 from .bvh import KERNEL_OPTIONS, MeshBvh
+from .progress import PackProgress, begin_stage, run_chunked
 from .queries import winding_numbers
 
 
@@ -45,7 +46,7 @@ def mesh_has_boundary(triangles: np.ndarray) -> bool:
 
 
 def classify_sites(bvh: MeshBvh, positions: np.ndarray, flat_ids: np.ndarray, dims, distances: np.ndarray,
-                   *, closed: bool) -> np.ndarray:
+                   *, closed: bool, progress: PackProgress | None = None) -> np.ndarray:
     """Winding number of each candidate site, float64 shape (candidate_count,).
 
     Args:
@@ -56,15 +57,41 @@ def classify_sites(bvh: MeshBvh, positions: np.ndarray, flat_ids: np.ndarray, di
         distances: Distance of each candidate to the surface [m] (clamped at a cap of at least the
             largest neighbour distance), shape (candidate_count,).
         closed: The mesh has no boundary (see ``mesh_has_boundary``); groups share one evaluation.
+        progress: Runs the loops in chunks, recording progress and honouring a cancel between them.
     """
     if positions.shape[0] == 0:
         return np.zeros(0)
     if not closed:
-        return winding_numbers(bvh, positions)
-    group, representatives = _safe_groups(np.asarray(flat_ids, np.int64), np.asarray(dims, np.int64),
-                                          np.ascontiguousarray(positions, np.float64),
-                                          np.ascontiguousarray(distances, np.float64))
-    return winding_numbers(bvh, positions[representatives])[group]
+        begin_stage(progress, "testing which sites are inside")
+        return winding_numbers(bvh, positions, progress=progress)
+    group, representatives = safe_groups(np.asarray(flat_ids, np.int64), np.asarray(dims, np.int64),
+                                         np.ascontiguousarray(positions, np.float64),
+                                         np.ascontiguousarray(distances, np.float64), progress=progress)
+    begin_stage(progress, "testing which sites are inside")
+    return winding_numbers(bvh, positions[representatives], progress=progress)[group]
+
+
+def safe_groups(flat_ids: np.ndarray, dims: np.ndarray, positions: np.ndarray, distances: np.ndarray, *,
+                progress: PackProgress | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Group label per candidate (0..group_count−1), int64 shape (candidate_count,), and each group's
+    representative candidate (its site farthest from the surface), int64 shape (group_count,).
+
+    Sites are joined in increasing order, then labelled in increasing order, as one pass each would;
+    ``progress`` only splits the passes into chunks (same unions in the same order, same labels).
+    """
+    n = flat_ids.shape[0]
+    parent = np.arange(n)
+    begin_stage(progress, "grouping the sites")
+    run_chunked(n, lambda begin, end: _join_safe_neighbours(flat_ids, dims, positions, distances, parent, begin, end),
+                progress)
+    label = np.full(n, -1, np.int64)
+    best = np.empty(n, np.int64)
+    group = np.empty(n, np.int64)
+    group_count = np.zeros(1, np.int64)
+    begin_stage(progress, "labelling the groups")
+    run_chunked(n, lambda begin, end: _label_groups(parent, distances, label, best, group, group_count, begin, end),
+                progress)
+    return group, best[:group_count[0]].copy()
 
 
 @njit(**KERNEL_OPTIONS)
@@ -76,11 +103,10 @@ def _find(parent, a):
 
 
 @njit(**KERNEL_OPTIONS)
-def _safe_groups(flat_ids, dims, positions, distances):
-    """Group label per candidate (0..group_count−1) and each group's representative candidate."""
+def _join_safe_neighbours(flat_ids, dims, positions, distances, parent, begin, end):
+    """Union the candidates ``begin..end`` with their forward lattice neighbours along safe edges."""
     n = flat_ids.shape[0]
-    parent = np.arange(n)
-    for a in range(n):
+    for a in range(begin, end):
         f = flat_ids[a]
         k = f % dims[2]
         j = (f // dims[2]) % dims[1]
@@ -113,18 +139,19 @@ def _safe_groups(flat_ids, dims, positions, distances):
                     parent[rb] = ra
                 elif rb < ra:
                     parent[ra] = rb
-    label = np.full(n, -1, np.int64)
-    best = np.empty(n, np.int64)
-    group_count = 0
-    group = np.empty(n, np.int64)
-    for a in range(n):
+
+
+@njit(**KERNEL_OPTIONS)
+def _label_groups(parent, distances, label, best, group, group_count, begin, end):
+    """Label the candidates ``begin..end`` by their root (new roots numbered in order of first sight, counted
+    in ``group_count[0]``) and keep each group's candidate farthest from the surface in ``best``."""
+    for a in range(begin, end):
         root = _find(parent, a)
         if label[root] < 0:
-            label[root] = group_count
-            best[group_count] = a
-            group_count += 1
+            label[root] = group_count[0]
+            best[group_count[0]] = a
+            group_count[0] += 1
         g = label[root]
         group[a] = g
         if distances[a] > distances[best[g]]:
             best[g] = a
-    return group, best[:group_count].copy()

@@ -171,7 +171,8 @@ def scene_state() -> dict:
         "meshes": sorted(m.name for m in bpy.data.meshes),
         "node_groups": sorted(g.name for g in bpy.data.node_groups),
         "materials": sorted(m.name for m in bpy.data.materials),
-        "settings": {k: str(getattr(scene.mochi, k)) for k in scene.mochi.bl_rna.properties.keys()
-                     if k not in ("rna_type", "name")},
+        # Hidden bookkeeping (the scene's bake owner token, given at its first bake) is not a setting.
+        "settings": {p.identifier: str(getattr(scene.mochi, p.identifier)) for p in scene.mochi.bl_rna.properties
+                     if p.identifier not in ("rna_type", "name") and not p.is_hidden},
     }
 

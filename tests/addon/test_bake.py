@@ -152,7 +152,7 @@ def test_bake_refuses_incomplete_scenes(empty_scene, tmp_path):
     bpy.context.object.mochi.role = "SOURCE"  # zero volume: packing fails in the worker
     outcome = bake_and_wait()
     assert outcome.level == "ERROR" and "Plane" in outcome.message
-    assert not (tmp_path / "mochi_empty" / "manifest.json").exists()
+    assert not (tmp_path / "mochi_empty_Scene" / "manifest.json").exists()
 
 
 def test_bake_refuses_an_unsaved_file_with_a_relative_cache(empty_scene):

@@ -202,7 +202,7 @@ def test_saved_blend_bakes_from_the_command_line(baked):
     written = [line for line in output.splitlines() if line.startswith("Mochi: frame")]
     assert [line.split()[2] for line in written] == [str(f) for f in range(1, FRAMES + 1)]
     assert f"mochi: Baked {FRAMES} frames" in output
-    frames = sorted((work / "mochi_scene").glob("frame_*.ply"))
+    frames = sorted((work / "mochi_scene_Scene").glob("frame_*.ply"))
     assert [p.name for p in frames] == [f"frame_{f:04d}.ply" for f in range(1, FRAMES + 1)]
 
 
@@ -343,7 +343,7 @@ def test_quick_grains_in_the_window(installed_user, tmp_path):
     assert steps["invoke pack"]["result"] == ["RUNNING_MODAL"]
     assert steps["packed"]["spheres"] > 0 and steps["packed"]["source_hidden"]
     assert steps["invoke bake"]["result"] == ["RUNNING_MODAL"]
-    assert (out / "mochi_quick" / "manifest.json").is_file()  # the per-file folder of quick.blend
+    assert (out / "mochi_quick_Scene" / "manifest.json").is_file()  # the folder of quick.blend and its scene
     names = ("quick_grains_source", "quick_grains_domain", "bake_state_baked", "bake_state_out_of_date")
     pixels = {name: png_pixels(out / f"{name}.png") for name in names}
     for name, image in pixels.items():

@@ -178,7 +178,7 @@ def test_command_line_bake_of_a_blend_with_a_collider(grains_over_a_plane, tmp_p
     bpy.ops.wm.save_mainfile()
     assert mochi_module("addon.cli").cli_command(["bake", "--frames", "3"]) == 0
     assert "Mochi: frame 3 of 3 written" in capsys.readouterr().out
-    folder = tmp_path / "mochi_scene"
+    folder = tmp_path / "mochi_scene_Scene"
     colliders = mochi_module("engine.colliders").load_colliders(folder)
     (collider,) = colliders.colliders
     assert collider.kind == "rigid_keyframes" and len(collider.key_times()) == 3
@@ -192,5 +192,5 @@ def test_headless_bake_of_a_blend_with_a_collider(grains_over_a_plane, tmp_path)
     bpy.ops.wm.save_mainfile()
     result = run_python(str(HEADLESS), "bake", str(tmp_path / "scene.blend"), "--backend", "cpu")
     assert result.returncode == 0, result.stderr[-2000:]
-    manifest = mochi_module("engine.cache").read_manifest(tmp_path / "mochi_scene")
+    manifest = mochi_module("engine.cache").read_manifest(tmp_path / "mochi_scene_Scene")
     assert manifest["frames_completed"] == 2 and manifest["colliders"] and manifest["collider_objects"] == ["Floor"]

@@ -136,6 +136,46 @@ def test_cli_alembic_export_through_the_bpy_module(mochi, empty_scene, cache, tm
     assert "not a Mochi cache folder" in capsys.readouterr().err
 
 
+USER = b"the user's own file"
+
+
+@needs_usd
+def test_export_usd_operator_replaces_only_its_own_files(mochi, empty_scene, cache, tmp_path):
+    """A user's layer under a name the export writes is reported (naming the option), kept, and replaced
+    only with Overwrite ticked; the operator's own earlier export is replaced without it."""
+    empty_scene.mochi.cache_directory = str(cache)
+    stage = tmp_path / "op.usda"
+    (tmp_path / "op_frames").mkdir()
+    layer = tmp_path / "op_frames" / "frame.0002.usdc"
+    layer.write_bytes(USER)
+    with pytest.raises(RuntimeError, match="frame.0002.usdc' exists and Mochi cannot prove it wrote it.*tick Overwrite"):
+        bpy.ops.mochi.export_usd(filepath=str(stage))
+    assert layer.read_bytes() == USER and not stage.exists()
+    assert bpy.ops.mochi.export_usd(filepath=str(stage), overwrite=True) == {"FINISHED"}
+    assert layer.read_bytes() != USER
+    assert bpy.ops.mochi.export_usd(filepath=str(stage)) == {"FINISHED"}  # its own files now
+
+
+@needs_alembic
+def test_alembic_export_replaces_only_its_own_file(mochi, empty_scene, cache, tmp_path):
+    playback = mochi_module("addon.playback")
+    empty_scene.frame_start, empty_scene.frame_end = 1, FRAMES
+    playback.ensure_playback_object(empty_scene, str(cache), start_frame=1, last_frame=FRAMES, up_axis="Y")
+    out = tmp_path / "grains.abc"
+    out.write_bytes(USER)
+    with pytest.raises(RuntimeError, match="exists and Mochi cannot prove it wrote it.*tick Overwrite"):
+        bpy.ops.mochi.export_alembic(filepath=str(out))
+    assert out.read_bytes() == USER
+    precious = tmp_path / "precious.abc"
+    precious.write_bytes(USER)
+    out.unlink()
+    out.symlink_to(precious)
+    assert bpy.ops.mochi.export_alembic(filepath=str(out), overwrite=True) == {"FINISHED"}
+    assert precious.read_bytes() == USER and not out.is_symlink()  # the link replaced, its target untouched
+    assert bpy.ops.mochi.export_alembic(filepath=str(out)) == {"FINISHED"}  # its own file now
+    assert not [p for p in tmp_path.iterdir() if ".tmp-" in p.name]
+
+
 @pytest.mark.skipif(HAS_USD and HAS_ALEMBIC, reason="this Blender has USD and Alembic")
 def test_a_blender_without_usd_or_alembic_refuses_in_one_sentence(mochi, empty_scene, cache, tmp_path):
     mochi_module("addon.playback").ensure_playback_object(bpy.context.scene, str(cache), start_frame=1,
@@ -147,3 +187,15 @@ def test_a_blender_without_usd_or_alembic_refuses_in_one_sentence(mochi, empty_s
     if not HAS_ALEMBIC:
         with pytest.raises(RuntimeError, match="built without Alembic"):
             bpy.ops.mochi.export_alembic(filepath=str(tmp_path / "out.abc"))
+
+
+def test_flamenco_job_types_are_saved_again_only_over_their_own(mochi, empty_scene, tmp_path):
+    """Render › Save Mochi Flamenco Job Types writes outside any bake folder too: same rule as the exports."""
+    assert bpy.ops.mochi.save_flamenco_job_types(directory=str(tmp_path)) == {"FINISHED"}
+    assert bpy.ops.mochi.save_flamenco_job_types(directory=str(tmp_path)) == {"FINISHED"}  # its own copies
+    (tmp_path / "mochi_wedge.js").write_bytes(USER)  # the studio's own edit of the job type
+    with pytest.raises(RuntimeError, match="mochi_wedge.js' exists and Mochi cannot prove it wrote it"):
+        bpy.ops.mochi.save_flamenco_job_types(directory=str(tmp_path))
+    assert (tmp_path / "mochi_wedge.js").read_bytes() == USER
+    assert bpy.ops.mochi.save_flamenco_job_types(directory=str(tmp_path), overwrite=True) == {"FINISHED"}
+    assert (tmp_path / "mochi_wedge.js").read_bytes() != USER

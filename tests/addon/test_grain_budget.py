@@ -54,7 +54,7 @@ def test_pack_asks_above_the_budget_with_count_memory_and_time(empty_scene, pref
     scene.mochi.timestep_mode, scene.mochi.substeps = "SUBSTEPS", 200
     scene.mochi.frame_start, scene.mochi.frame_end = 1, 101
     message = pack.pack_confirmation(bpy.context)
-    seconds = budget.rough_bake_seconds(forecast.particle_count, 100 * 200)  # frame 1 is the start: not stepped
+    seconds = mochi_module("engine.estimate").work_seconds(forecast.particle_count, 100 * 200)  # frame 1: not stepped
     assert mochi_module("addon.grain_budget").forecast_sources(bpy.context, [cube, monkey]).rough_seconds == seconds
     duration = mochi_module("addon.grain_budget").format_duration(seconds)
     assert f"a bake of 100 frames at 200 steps each takes roughly {duration} on a CPU" in message
@@ -74,7 +74,7 @@ def test_pack_from_a_script_is_never_asked_and_reports_count_and_time(empty_scen
     report = pack.pack_report(scene, [("Cube", count)])
     assert report.startswith(f"Packed 'Cube' into {count:,} spheres")
     duration = mochi_module("addon.grain_budget").format_duration(
-        mochi_module("engine.budget").rough_bake_seconds(count, 24 * 20_000))
+        mochi_module("engine.estimate").work_seconds(count, 24 * 20_000))
     assert f"a bake of 24 frames at 20,000 steps each takes roughly {duration}" in report
     assert f"Info: {report}" in capfd.readouterr().out  # what the operator reported (background mode prints it)
 
@@ -174,9 +174,9 @@ def test_auto_steps_before_packing_are_near_the_engines_choice_after(small_scene
     settings = mochi_module("addon.snapshot").scene_blender_to_settings(bpy.context)
     chosen = mochi_module("addon.settings").setup_from_settings(settings).model.physics.steps_per_frame
     assert 0.8 * chosen <= forecast.steps_per_frame <= 1.3 * chosen
-    budget = mochi_module("engine.budget")
-    assert forecast.rough_seconds == budget.rough_bake_seconds(forecast.particle_count,
-                                                              forecast.steps_per_frame * forecast.frames)
+    estimate = mochi_module("engine.estimate")
+    assert forecast.rough_seconds == estimate.work_seconds(forecast.particle_count,
+                                                          forecast.steps_per_frame * forecast.frames)
     sentence = f"a bake of 3 frames at about {forecast.steps_per_frame:,} steps each takes"
     assert sentence in mochi_module("addon.grain_budget").time_sentence(forecast)
     select_only(*sources)

@@ -47,7 +47,7 @@ def test_headless_bake_of_a_saved_blend(saved_scene, tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     lines = [l for l in result.stdout.splitlines() if l.startswith("Mochi: frame")]
     assert [l.split()[2] for l in lines] == ["1", "2", "3"]  # a line per frame
-    folder = tmp_path / "mochi_scene"
+    folder = tmp_path / "mochi_scene_Scene"
     assert sorted(p.name for p in folder.glob("frame_*.ply")) == ["frame_0001.ply", "frame_0002.ply",
                                                                   "frame_0003.ply"]
     manifest = mochi_module("engine.cache").read_manifest(folder)
@@ -82,7 +82,7 @@ def test_a_baked_blend_renders_without_the_add_on(saved_scene, tmp_path, tmp_pat
     """)
     render = run_blender_script(script, user_folder=tmp_path_factory.mktemp("no-addon-user"))
     assert render.returncode == 0, render.stderr[-2000:]
-    count = mochi_module("engine.cache").read_manifest(tmp_path / "mochi_scene")["particle_count"]
+    count = mochi_module("engine.cache").read_manifest(tmp_path / "mochi_scene_Scene")["particle_count"]
     assert f"POINTS {count}" in render.stdout
     assert _png_pixels(image).std() > 0.01  # grains in front of the background, not an empty frame
 
@@ -115,11 +115,11 @@ def test_cli_command_handler_bakes_the_open_file(saved_scene, tmp_path, capsys):
     handler = mochi_module("addon.cli").cli_command
     assert handler(["bake", "--frames", "2"]) == 0
     assert "Mochi: frame 2 of 2 written" in capsys.readouterr().out
-    assert len(list((tmp_path / "mochi_scene").glob("frame_*.ply"))) == 2
+    assert len(list((tmp_path / "mochi_scene_Scene").glob("frame_*.ply"))) == 2
     assert handler(["bake", "--resume", "--frames", "3"]) == 0
     out = capsys.readouterr().out
     assert "frame 3 of 3 written" in out and "frame 2 of" not in out
-    assert len(list((tmp_path / "mochi_scene").glob("frame_*.ply"))) == 3
+    assert len(list((tmp_path / "mochi_scene_Scene").glob("frame_*.ply"))) == 3
     assert handler(["bake"]) == 2
     assert "already holds a bake" in capsys.readouterr().err
 
@@ -128,10 +128,10 @@ def test_cli_command_handler_bakes_the_open_file(saved_scene, tmp_path, capsys):
 def test_render_preview_of_a_cache(saved_scene, tmp_path):
     assert mochi_module("addon.cli").cli_command(["bake", "--frames", "2"]) == 0
     image = tmp_path / "preview.png"
-    result = run_python(str(HEADLESS), "render-preview", str(tmp_path / "mochi_scene"), "--frame", "2",
+    result = run_python(str(HEADLESS), "render-preview", str(tmp_path / "mochi_scene_Scene"), "--frame", "2",
                         "--out", str(image), "--samples", "4", "--resolution", "96", "64")
     assert result.returncode == 0, result.stderr[-2000:]
     assert _png_pixels(image).std() > 0.01
-    bad = run_python(str(HEADLESS), "render-preview", str(tmp_path / "mochi_scene"), "--frame", "9",
+    bad = run_python(str(HEADLESS), "render-preview", str(tmp_path / "mochi_scene_Scene"), "--frame", "9",
                      "--out", str(image))
     assert bad.returncode == 2 and "Frame 9 is not in the cache" in bad.stderr and "Traceback" not in bad.stderr

@@ -146,6 +146,30 @@ def test_the_background_pack_gives_the_same_spheres_and_cancels_or_fails_in_one_
     assert failing.error and failing.error in str(refused.value)
 
 
+def test_esc_stops_a_background_pack_at_its_next_chunk_and_the_status_says_how_far(empty_scene):
+    """A source of about three million grains: Esc (request_cancel) while it packs stops the packing at
+    its next chunk of ~0.1 s (engine/packing/progress.py), keeps nothing, and the status line named the
+    stage and its share while it packed."""
+    from .conftest import wait_for
+
+    monkey = add_source("monkey", location=(0.0, 0.0, 1.0), radius=0.004)
+    scene = bpy.context.scene
+    fps = scene.render.fps / scene.render.fps_base
+    sources = {"Suzanne": mochi_module("addon.snapshot").source_blender_to_settings(monkey, bpy.context,
+                                                                                   frame_start=1, fps=fps)}
+    job = mochi_module("addon.pack_job").PackJob(sources=sources, seed=0).start()
+    try:  # (generous: the first packing in a fresh install compiles its kernels)
+        wait_for(lambda: job.progress.chunks >= 3 or job.finished, timeout=900)
+        assert not job.finished, "the packing ended before it could be cancelled"
+        line = job.progress_line()
+        assert line.startswith("Mochi: packing 'Suzanne' (1 of 1): ") and "%" in line and line.endswith("Esc cancels.")
+        at_request = job.progress.chunks
+    finally:
+        job.request_cancel()
+    assert job.join(timeout=120) and job.cancelled and job.error is None and job.results == {}
+    assert job.progress.chunks <= at_request + 1  # the chunk under way, then it stopped
+
+
 def test_a_plain_mesh_is_never_packed(empty_scene):
     """Only particle sources are packed: a plain mesh would show grains that Bake never simulates. A
     selection mixing both packs the source and says what it left out."""

@@ -46,3 +46,30 @@ def test_the_rough_time_before_any_pack(empty_scene):
     _scene()
     line = mochi_module("addon.ui.status").rough_time_line(bpy.context)
     assert line is not None and line.startswith("Bake time ≈ ") and "Pack measures it" in line
+
+
+def test_bake_shows_the_estimate_the_panel_showed(empty_scene, tmp_path):
+    """One estimate: the panel's measurement after Pack is the one Bake shows (and refines), and the
+    count-based figures that come before the next measurement use its cost per grain-step."""
+    estimate = mochi_module("addon.pre_bake_estimate")
+    source, scene = _scene()
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "scene.blend"))
+    select_only(source)
+    measurement = estimate.start_measurement(bpy.context)
+    measurement.thread.join(600)
+    assert measurement.finished and measurement.error is None, measurement.error
+    e = measurement.estimate
+    engine_estimate = mochi_module("engine.estimate")
+    assert engine_estimate.grain_step_seconds()[1]  # measured in this session
+    assert engine_estimate.work_seconds(e.particle_count, e.steps_per_frame * e.frames) == \
+        __import__("pytest").approx(e.bake_seconds)
+    monitor = mochi_module("addon.bake_monitor").start_bake(bpy.context, resume=False)
+    outcome = mochi_module("addon.bake_monitor").run_blocking(monitor, tick=0.05)
+    assert outcome.level != "ERROR", outcome.message
+    assert monitor.job.progress.estimate is e  # taken over, not measured again
+
+    scene.mochi.frame_end = 4  # another frame range: not the measured work, so Bake measures it
+    bpy.ops.mochi.free_bake()
+    monitor = mochi_module("addon.bake_monitor").start_bake(bpy.context, resume=False)
+    mochi_module("addon.bake_monitor").run_blocking(monitor, tick=0.05)
+    assert monitor.job.progress.estimate is not e and monitor.job.progress.estimate.frames == 3

@@ -138,7 +138,12 @@ def test_cli_exports_a_blend_and_bakes_it(small_scene, tmp_path):
     _assert_same_scene(blender_setup, preset_setup)
     again = subprocess.run([sys.executable, "-m", "engine.cli.main", "preset", "export", str(blend), str(out)],
                            capture_output=True, text=True, cwd=REPO)
-    assert again.returncode == 2 and "already exists" in again.stderr and "Traceback" not in again.stderr
+    assert again.returncode == 0, again.stderr  # its own preset and meshes: replaced without --overwrite
+    out.write_text(out.read_text() + "# my note\n")  # now the user's edit
+    edited = subprocess.run([sys.executable, "-m", "engine.cli.main", "preset", "export", str(blend), str(out)],
+                            capture_output=True, text=True, cwd=REPO)
+    assert edited.returncode == 2 and "Traceback" not in edited.stderr, edited.stderr
+    assert "exists and Mochi cannot prove it wrote it" in edited.stderr and out.read_text().endswith("# my note\n")
     baked = subprocess.run([sys.executable, "-m", "engine.cli.main", "bake", str(out), "--frames", "2",
                             "--out", str(tmp_path / "cache"), "--no-estimate"], capture_output=True, text=True,
                            cwd=REPO)

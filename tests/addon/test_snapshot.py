@@ -35,7 +35,7 @@ def test_snapshot_reads_geometry_settings_and_animated_velocity(empty_scene, tmp
     assert settings.domain.open_sides == ("+z",)
     assert settings.domain.lo == pytest.approx((-1.5, -1.5, 0.0)) and settings.domain.hi == pytest.approx((1.5, 1.5, 3.0))
     assert settings.simulation.frame_count == 10 and settings.simulation.gravity == pytest.approx((0, 0, -9.81))
-    assert settings.simulation.cache_folder == tmp_path / "mochi_s"
+    assert settings.simulation.cache_folder == tmp_path / "mochi_s_Scene"
 
 
 @pytest.mark.parametrize("choice", ["SPRING", "DAMPER"])

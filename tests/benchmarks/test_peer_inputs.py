@@ -1,7 +1,7 @@
 """The LAMMPS and LIGGGHTS inputs of benchmarks/peers reproduce Mochi's contact law.
 
-The coefficient maps are checked exactly; where a peer is installed (benchmarks/peers/setup.sh, never
-the test suite) a head-on collision of two grains and a grain dropped on the floor run in the peer and
+The coefficient maps are checked exactly; where a peer is installed (benchmarks/peers/setup.sh, which
+`scripts/setup.sh all` runs) a head-on collision of two grains and a grain dropped on the floor run in the peer and
 in Mochi's CPU backend must end with the same velocities (the integrators differ at O(dt): velocity
 Verlet against semi-implicit Euler, measured ≤ 2e-4 relative at 230 steps per collision; a damping
 coefficient off by 5% moves the exit speed by ~1.5e-2).
@@ -24,7 +24,8 @@ from engine.contact_law import TANGENTIAL_STIFFNESS_RATIO, damping_ratio  # noqa
 from engine.errors import MochiError  # noqa: E402
 from engine.model import Domain, Gravity, Material  # noqa: E402
 from engine.scene import setup_from_arrays  # noqa: E402
-from peers.lammps_input import granular_coeffs, tsuji_alpha, tsuji_input_for, write_lammps_run  # noqa: E402
+from engine.lammps.law import hooke_coeffs, resolve_law, tsuji_alpha, tsuji_input_for  # noqa: E402
+from peers.lammps_input import write_lammps_run  # noqa: E402
 from peers.liggghts_input import (gamman_table, max_damping_error, radius_types, type_masses,  # noqa: E402
                                   write_liggghts_run)
 from peers.physics import peer_physics  # noqa: E402
@@ -63,8 +64,11 @@ def test_peer_physics_refuses_friction():
     setup = _scene([[0.05, 0.05, 0.05]], [0.01], [[0.0, 0.0, 0.0]], friction=0.3)
     with pytest.raises(MochiError, match="friction"):
         peer_physics(setup.model)
-    with pytest.raises(MochiError, match="tangential spring"):  # the damper has no LAMMPS twin here
-        peer_physics(setup.model, frictional=True)
+    # The damper's LAMMPS twin: no history, min(1/β · 2β sqrt(m_eff k) |v_t|, μ|F_n|).
+    words = resolve_law(setup.model, exact=False).pair_coeffs[(1, 1)].split()
+    tangential = words[words.index("tangential") + 1:][:3]
+    assert tangential[0] == "linear_nohistory"
+    assert [float(w) for w in tangential[1:]] == pytest.approx([1.0 / damping_ratio(0.5), 0.3], rel=1e-6)
 
 
 def _rough_scene(positions, radius, velocities, *, friction=0.3, rolling=0.1, cohesion=0.0,
@@ -85,18 +89,18 @@ def test_the_full_law_maps_onto_lammps_granular():
     """k_t = 2/7 k and γ_t = sqrt(2/7) γ_n (= 2β sqrt(m_eff k_t), Mochi's) exactly; SDS rolling with k_t and
     Mochi's γ_r at the given m_eff."""
     k, beta, m_eff = 1.0e4, 0.2, 3.0e-3
-    words = granular_coeffs(k, beta, friction=0.4, rolling=0.1, m_eff=m_eff).split()
+    words = hooke_coeffs(k, beta, friction=0.4, rolling=0.1, m_eff=m_eff).split()
     tangential = words[words.index("linear_history") + 1:][:3]
     assert [float(w) for w in tangential] == [TANGENTIAL_STIFFNESS_RATIO * k, np.sqrt(TANGENTIAL_STIFFNESS_RATIO), 0.4]
     rolling = [float(w) for w in words[words.index("sds") + 1:][:3]]
     assert rolling == [TANGENTIAL_STIFFNESS_RATIO * k, 2.0 * beta * np.sqrt(m_eff * TANGENTIAL_STIFFNESS_RATIO * k), 0.1]
-    assert "linear_nohistory" in granular_coeffs(k, beta)  # the paper's model as before
-    physics = peer_physics(_rough_scene([[0.1, 0.05, 0.1]], [0.01], [[0.0, 0.0, 0.0]]).model, frictional=True)
-    assert (physics.friction, physics.wall_friction) == pytest.approx((0.3, 0.3))
-    assert (physics.rolling, physics.wall_rolling) == pytest.approx((0.1, 0.1))
+    assert "linear_nohistory" in hooke_coeffs(k, beta)  # the paper's model as before
+    law = resolve_law(_rough_scene([[0.1, 0.05, 0.1]], [0.01], [[0.0, 0.0, 0.0]]).model)
+    for words in (law.pair_coeffs[(1, 1)].split(), law.wall_coeffs[0].split()):
+        assert float(words[words.index("linear_history") + 3]) == pytest.approx(0.3)  # μ
+        assert float(words[words.index("sds") + 3]) == pytest.approx(0.1)  # μ_r
     with pytest.raises(MochiError, match="cohesion"):
-        peer_physics(_rough_scene([[0.1, 0.05, 0.1]], [0.01], [[0.0, 0.0, 0.0]], cohesion=100.0).model,
-                     frictional=True)
+        resolve_law(_rough_scene([[0.1, 0.05, 0.1]], [0.01], [[0.0, 0.0, 0.0]], cohesion=100.0).model)
 
 
 def test_lammps_full_law_grain_rolls_off_like_mochi(tmp_path):

@@ -82,7 +82,7 @@ def test_contacts_bad_inputs(case, expected, tmp_path, capsys):
 @pytest.mark.parametrize("text,expected", [
     ("[scene]\nnmae = 'x'\n" + BOX, "[scene] has unknown key 'nmae'"),
     ("[time]\ndt = 'fast'\n" + BOX, "[time] dt must be a number or 'auto', not 'fast'"),
-    ("[time]\ndt = -1e-4\n" + BOX, "[time] dt must be > 0, not -0.0001"),
+    ("[time]\ndt = -1e-4\n" + BOX, "[time] dt must be ≥ 1e-09, not -0.0001"),
     ("[[materials]]\nrestitution = 1.5\n" + BOX, "restitution must be ≤ 1, not 1.5"),
     ("[domain]\nopen = ['+w']\n" + BOX, "[domain] open must be a list of sides"),
     ("[scene]\nname = 'x'\n", "has no [[emitters]]"),

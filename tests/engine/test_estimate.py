@@ -216,3 +216,39 @@ def test_the_probe_times_the_thread_count_the_load_it_sees_makes_the_bake_choose
                             impact_speed=1.0, seconds_per_step=per_step, frames=4, warmup_seconds=warmup,
                             backend="cpu", threads=chooser.current, threads_allowed=chooser.most)
     assert ("stepping on 1 of 2 threads" in " ".join(estimate.lines())) == (threads == 1)
+
+
+def test_the_estimate_stops_between_chunks_when_asked():
+    """Esc during the measurement before a bake: ``should_stop`` is asked before each chunk of 4 steps,
+    and the estimate ends with BakeCancelled at the first True."""
+    from engine.errors import BakeCancelled
+
+    setup = setup_from_preset(load_preset(SAND), particles=300)
+    asked = []
+
+    def should_stop():
+        asked.append(True)
+        return len(asked) >= 3
+
+    with pytest.raises(BakeCancelled):
+        estimate_bake(setup, frames=4, should_stop=should_stop)
+    assert len(asked) == 3  # before the warm-up, before chunk 1, then before chunk 2: stopped there
+    assert estimate_bake(setup, frames=4, should_stop=lambda: False).frames == 3
+
+
+def test_the_count_based_time_uses_the_last_measurement():
+    """Pack's sentence and the panel's rough line come from ``work_seconds``: before any measurement at
+    the figure measured in Blender's window, after one at that measurement's cost per grain-step."""
+    import engine.estimate as module
+
+    saved = list(module._measured_grain_step)
+    try:
+        module._measured_grain_step.clear()
+        assert module.grain_step_seconds() == (module.GRAIN_STEP_SECONDS_UNMEASURED, False)
+        assert module.work_seconds(1000, 500) == pytest.approx(1000 * 500 * module.GRAIN_STEP_SECONDS_UNMEASURED)
+        setup = setup_from_preset(load_preset(SAND), particles=300)
+        estimate = estimate_bake(setup, frames=4)
+        assert module.grain_step_seconds()[1]
+        assert module.work_seconds(300, estimate.steps_per_frame * 3) == pytest.approx(estimate.bake_seconds)
+    finally:
+        module._measured_grain_step[:] = saved

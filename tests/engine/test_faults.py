@@ -101,15 +101,17 @@ def test_kill_at_a_random_point_then_resume_is_byte_identical(seed, reference, t
 
 
 def test_a_bake_killed_before_recording_frame_1_starts_again(reference, tmp_path):
-    """Killed between writing frame 1 and recording it: the manifest of 0 frames, written before any
-    frame, makes the frame the killed bake's, so a new bake replaces it; the same files in a folder with
-    no manifest are someone else's and are refused."""
+    """Killed between writing frame 1 and recording it: the manifest on disk (0 frames) names frame 1 and
+    its history as pending with their digests, so they are provably the killed bake's and a new bake
+    replaces them; the same files named by no manifest (or a manifest without them) are someone else's
+    and are refused."""
     frames, _ = reference
     out = tmp_path / "c"
     assert main(["bake", str(SAND), "--particles", PARTICLES, "--frames", "1", "--out", str(out)]) == 0
     manifest = json.loads((out / "manifest.json").read_text())
-    # The state a kill leaves in that window: the start manifest (0 frames) beside frame 1.
-    manifest.update(frames_completed=0, file_digests={}, resume_history=False)
+    # The state a kill leaves in that window: frame 1 in place, pending in the manifest of 0 frames.
+    manifest.pop("manifest_digest")
+    manifest.update(frames_completed=0, pending=manifest["file_digests"], file_digests={}, resume_history=False)
     (out / "manifest.json").write_text(json.dumps(with_manifest_digest(manifest)))
     result = _cli("bake", str(SAND), "--particles", PARTICLES, "--frames", str(FRAMES), "--out", str(out))
     assert result.returncode == 0, result.stderr
@@ -119,6 +121,12 @@ def test_a_bake_killed_before_recording_frame_1_starts_again(reference, tmp_path
     (foreign / "frame_0001.ply").write_bytes(b"someone else's file")
     result = _cli("bake", str(SAND), "--particles", PARTICLES, "--frames", "2", "--out", str(foreign))
     assert result.returncode == 2
+    assert "holds 'frame_0001.ply', which is not from a Mochi bake" in _one_sentence(result.stderr)
+    assert (foreign / "frame_0001.ply").read_bytes() == b"someone else's file"
+    # A manifest of 0 frames that does not name the frame: not provably Mochi's either.
+    manifest.update(pending={})
+    (foreign / "manifest.json").write_text(json.dumps(with_manifest_digest(manifest)))
+    result = _cli("bake", str(SAND), "--particles", PARTICLES, "--frames", "2", "--out", str(foreign))
     assert "holds 'frame_0001.ply', which is not from a Mochi bake" in _one_sentence(result.stderr)
     assert (foreign / "frame_0001.ply").read_bytes() == b"someone else's file"
 
@@ -284,7 +292,9 @@ def test_every_damaged_manifest_value_refuses_the_resume(case, keep_digest, bake
         manifest.pop("manifest_digest")
     path.write_text(json.dumps(manifest))
     sentence = _refused_resume(folder, SAND, capsys)
-    assert expected in sentence or (keep_digest and "was edited after the bake" in sentence), sentence
+    # Unsigned: the values checked on their own come first; anything else is refused for the missing digest.
+    assert expected in sentence or ("was edited after the bake" if keep_digest else "no digest of its own") in sentence, \
+        sentence
 
 
 @pytest.mark.parametrize("text", ["{not json", "[1, 2]", '"mochi"'])

@@ -87,7 +87,8 @@ def test_a_value_out_of_bounds_is_one_sentence_naming_table_and_key(setting, tmp
     if setting.high is not None:
         with pytest.raises(MochiError, match=re.escape(f"must be ≤ {setting.high:g}, not")):
             parse_preset(_document(tmp_path, material={setting.key: setting.high * 2}) if surface == GRAIN else
-                         _document(tmp_path, domain={attribute(setting, WALL): setting.high * 2}), "p.toml")
+                         _document(tmp_path, domain={attribute(setting, WALL): setting.high * 2}) if surface == WALL
+                         else _document(tmp_path, collider={setting.key: setting.high * 2}), "p.toml")
 
 
 def test_colliders_check_their_surface_against_the_same_bounds():
@@ -243,3 +244,21 @@ def test_a_bad_model_setting_is_one_sentence(setting, tmp_path):
         sentence = str(caught.value)
         assert sentence.startswith(f"p.toml: [{setting.table}] {setting.toml_key} must be "), sentence
         assert sentence.endswith(".") and "\n" not in sentence
+
+
+def test_every_number_has_a_finite_closed_range_and_refuses_what_is_not_a_number():
+    """Issue 39: no setting is bounded by 'any' or '> 0' alone (a subnormal or 1e308 reached the physics and
+    divided by zero): each has a largest value, and a smallest that is a number it takes itself."""
+    from engine.settings_schema import NUMBER_LIMIT, _all_settings
+
+    for setting in _all_settings():
+        assert setting.high is not None or setting.integer, setting.key
+        assert setting.low is not None and not setting.low_open, setting.key
+        assert -NUMBER_LIMIT <= setting.lowest < setting.highest <= NUMBER_LIMIT or setting.integer, setting.key
+        number = int if setting.integer else float
+        assert setting.allows(number(setting.lowest)) and setting.allows(number(setting.highest)), setting.key
+        assert setting.integer or setting.allows(setting.default), setting.key
+        for bad in (float("nan"), float("inf"), -float("inf"), True, "1", None, 10**400):
+            assert not setting.allows(bad), (setting.key, bad)
+        if setting.lowest > 0:  # a positive quantity: below its floor, not only at zero, is refused
+            assert not setting.allows(setting.lowest / 2) and not setting.allows(5e-324), setting.key

@@ -134,7 +134,7 @@ def test_cli_export_and_its_errors(cache, tmp_path, capsys):
         (["export", str(cache)], "Say what to write"),
         (["export", str(tmp_path / "missing"), "--usd", str(tmp_path / "b.usda")], "not a Mochi cache folder"),
         (["export", str(cache), "--usd", str(tmp_path / "b.txt")], "must end in .usda, .usdc or .usd"),
-        (["export", str(cache), "--usd", str(foreign)], "is not a Mochi USD export"),
+        (["export", str(cache), "--usd", str(foreign)], "exists and Mochi cannot prove it wrote it"),
     ]
     for argv, expected in cases:
         assert main(argv) == 2

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.cache_files import foreign_entry, is_listed_name, owned_files, remove_owned_files
+from engine.cache_files import is_listed_name, remove_owned_files, survey_folder
 from engine.cache import read_manifest
 from engine.cli.main import main
 
@@ -67,7 +67,7 @@ def test_a_new_bake_into_a_folder_with_a_foreign_entry_is_refused_naming_it(case
     folder = _fresh_folder(tmp_path, name, contents)
     before = snapshot(folder)
     sentence = refused(capsys, "bake", tiny_preset, "--out", folder, "--no-estimate")
-    assert f"holds '{name}', which is not from a Mochi bake" in sentence
+    assert f"holds '{name}', which is " in sentence and "cannot prove it wrote" in sentence
     assert snapshot(folder) == before  # nothing written, no lock file
 
 
@@ -77,7 +77,7 @@ def test_overwrite_of_a_bake_beside_a_foreign_entry_is_refused_and_changes_nothi
     _put(cache, name, contents)
     before = snapshot(cache)
     sentence = refused(capsys, "bake", tiny_preset, "--out", cache, "--overwrite", "--no-estimate")
-    assert "which is not from a Mochi bake" in sentence and name.split("/")[0] in sentence
+    assert f"holds '{name}', which is " in sentence and "cannot prove it wrote" in sentence
     assert snapshot(cache) == before
 
 
@@ -87,7 +87,7 @@ def test_resume_beside_a_foreign_entry_is_refused_and_changes_nothing(case, cach
     _put(cache, name, contents)
     before = snapshot(cache)
     sentence = refused(capsys, "bake", tiny_preset, "--out", cache, "--resume", "--frames", "5")
-    assert "which is not from a Mochi bake" in sentence
+    assert f"holds '{name}', which is " in sentence and "cannot prove it wrote" in sentence
     assert snapshot(cache) == before
 
 
@@ -143,7 +143,7 @@ def test_a_refused_bake_into_the_working_folder_leaves_no_lock_there(out, tiny_p
     (tmp_path / "sub").mkdir()
     before = snapshot(tmp_path)
     sentence = refused(capsys, "bake", tiny_preset, "--out", out, "--no-estimate")
-    assert "which is not from a Mochi bake" in sentence
+    assert "holds 'notes.txt', which is not from a Mochi bake" in sentence
     assert snapshot(tmp_path) == before
 
 
@@ -172,7 +172,7 @@ def test_a_listed_file_that_is_a_symbolic_link_is_never_followed(command, listed
         argv = ["bake", tiny_preset, "--out", cache, "--overwrite", "--no-estimate"]
         before = snapshot(cache)
         sentence = refused(capsys, *argv)
-        assert "symbolic link" in sentence or "not from a Mochi bake" in sentence
+        assert "symbolic link" in sentence and listed in sentence
         assert snapshot(cache) == before
     else:
         status = main(["free", str(cache)])
@@ -222,13 +222,13 @@ def test_only_names_of_the_fixed_patterns_can_be_listed(name, listed):
     assert is_listed_name(name) is listed
 
 
-def test_owned_files_never_lists_what_the_manifest_does_not_name(cache):
+def test_a_survey_proves_only_what_the_manifest_lists_with_its_bytes(cache):
     (cache / "notes.txt").write_text("x")
     (cache / "frame_0009.ply").write_text("x")
-    names = {p.relative_to(cache).as_posix() for p in owned_files(cache, read_manifest(cache))}
-    assert names == {"manifest.json", "frame_0001.ply", "frame_0002.ply", "frame_0003.ply",
-                     ".resume/frame_0002.npz", ".resume/frame_0003.npz"}
-    assert foreign_entry(cache, read_manifest(cache)) == "frame_0009.ply"
+    survey = survey_folder(cache, read_manifest(cache))
+    names = {p.relative_to(cache).as_posix() for p in survey.bake}
+    assert names == {"manifest.json", "frame_0001.ply", "frame_0002.ply", "frame_0003.ply", ".resume/frame_0003.npz"}
+    assert [name for name, _ in survey.foreign] == ["frame_0009.ply", "notes.txt"] and not survey.leftovers
 
 
 def test_removal_leaves_a_non_empty_resume_folder(cache):

@@ -1,4 +1,5 @@
-"""A Mochi state as a LAMMPS / LIGGGHTS data file (atom_style sphere, LIGGGHTS' granular).
+"""A Mochi state as a LAMMPS / LIGGGHTS data file (atom_style sphere, LIGGGHTS' granular): what
+``mochi export-lammps`` and the peer benchmarks start the peer from.
 
 Both codes read the same layout: ``id type diameter density x y z`` atoms and ``id vx vy vz wx wy wz``
 velocities, SI units throughout (``units si``). Types are 1-based material indices, so a pair style's
