@@ -36,8 +36,12 @@ from .digest import canonical, changes, digest, files_read_once
 from .errors import BakeCancelled, MochiError
 from .scene import SceneSetup
 
-#: Steps between two looks at the cancel flag.
+#: Steps between two looks at the cancel flag, at the most.
 CANCEL_CHECK_STEPS = 64
+#: Seconds of stepping between two looks at the cancel flag, at the most (as far as the last chunk's
+#: time per step tells): a slow step (a 70,000-grain bake on two busy cores takes ~0.2 s a step) would
+#: otherwise keep Esc waiting 64 steps, over ten seconds.
+CANCEL_CHECK_SECONDS = 0.1
 
 
 @dataclass
@@ -432,6 +436,7 @@ def _run_frames(run: _Run, folder: Path, frames: int, progress: BakeProgress, on
     if run.history is not None:
         runner.set_contact_history(ContactHistory.from_arrays(run.history))
     steps_per_frame = model.physics.steps_per_frame
+    chunk_steps = 1  # the first step's time sizes the chunks
     for frame in range(run.start + 1, frames + 1):
         began = time.perf_counter()
         runner.begin_frame()
@@ -439,10 +444,12 @@ def _run_frames(run: _Run, folder: Path, frames: int, progress: BakeProgress, on
         while remaining > 0:
             if progress.cancel_requested:
                 raise BakeCancelled()
-            chunk = min(remaining, CANCEL_CHECK_STEPS)
+            chunk = min(remaining, chunk_steps)
             chunk_began = time.perf_counter()
             progress.timings.add(runner.step(chunk))
-            progress.stepping_seconds += time.perf_counter() - chunk_began
+            chunk_seconds = time.perf_counter() - chunk_began
+            progress.stepping_seconds += chunk_seconds
+            chunk_steps = cancel_check_steps(chunk_seconds / chunk)
             remaining -= chunk
             progress.steps_into_frame = steps_per_frame - remaining
             if on_step:
@@ -458,6 +465,15 @@ def _run_frames(run: _Run, folder: Path, frames: int, progress: BakeProgress, on
         if on_frame:
             on_frame(progress)
     progress.message = f"Baked frames 1–{max(frames, run.start)} into '{folder}'."
+
+
+def cancel_check_steps(seconds_per_step: float) -> int:
+    """Steps to run before the next look at the cancel flag: about ``CANCEL_CHECK_SECONDS`` of work at
+    ``seconds_per_step`` [s], at least 1 and at most ``CANCEL_CHECK_STEPS``. The chunking never changes
+    the bits: a backend's ``step(n)`` is n single steps."""
+    if not seconds_per_step > 0:
+        return CANCEL_CHECK_STEPS
+    return max(1, min(CANCEL_CHECK_STEPS, int(CANCEL_CHECK_SECONDS / seconds_per_step)))
 
 
 @dataclass(frozen=True)

@@ -127,3 +127,20 @@ def test_bake_cli_summary(tmp_path, capsys):
     assert main(["bake", str(PRESET), "--out", str(tmp_path), "--frames", "2", "--particles", "200"]) == 0
     out = capsys.readouterr().out
     assert "Baked frames 1–2 of 'Sand pile' (200 particles" in out
+
+
+def test_the_cancel_check_sizes_chunks_by_time_and_never_changes_the_bits(tmp_path, monkeypatch):
+    """Esc answers within ~0.1 s of stepping however slow a step is, and chunks of any size give the
+    bits of single steps (the chunk size follows the measured step time, so it differs run to run)."""
+    import engine.bake as bake_module
+
+    assert bake_module.cancel_check_steps(0.2) == 1  # a 70,000-grain step on two busy cores
+    assert bake_module.cancel_check_steps(0.01) == 10
+    assert bake_module.cancel_check_steps(1e-6) == bake_module.CANCEL_CHECK_STEPS
+    assert bake_module.cancel_check_steps(0.0) == bake_module.CANCEL_CHECK_STEPS
+    outputs = {}
+    for chunk in (1, 7, bake_module.CANCEL_CHECK_STEPS):
+        monkeypatch.setattr(bake_module, "cancel_check_steps", lambda seconds_per_step, chunk=chunk: chunk)
+        bake(_setup(), tmp_path / f"c{chunk}", frames=3)
+        outputs[chunk] = _frame_bytes(tmp_path / f"c{chunk}")
+    assert outputs[1] == outputs[7] == outputs[bake_module.CANCEL_CHECK_STEPS]
