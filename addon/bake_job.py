@@ -37,7 +37,11 @@ class BakeJob:
         folder: Absolute cache folder.
         frames: Total number of cache frames wanted (frame 1 is the initial state).
         backend: Engine backend name.
-        settings: Scene snapshot, or None to resume the cache in ``folder``.
+        settings: Scene snapshot of a new bake, or None to resume the cache in ``folder``.
+        resume_settings: A resume's scene snapshot as it is now: packed again, so that the engine
+            refuses a manifest whose physics are not what the scene resolves to (a re-signed manifest
+            could otherwise change the bake behind the scene's back); None resumes on the manifest's
+            physics after their range check alone.
         info: Extra manifest entries.
         inputs: The scene's fingerprint (``BakeSettings.fingerprint``): stored with a new bake, checked
             by a resume against the stored one.
@@ -60,6 +64,7 @@ class BakeJob:
     frames: int
     backend: str
     settings: BakeSettings | None
+    resume_settings: BakeSettings | None = None
     info: dict = field(default_factory=dict)
     inputs: dict | None = None
     confirm_above: float | None = None
@@ -91,6 +96,23 @@ class BakeJob:
         self.progress.request_cancel()
         if self.pack_progress is not None:
             self.pack_progress.request_cancel()
+
+    def _pack(self, settings: BakeSettings):
+        """Pack the scene's sources into an engine scene (``engine.scene.SceneSetup``), cancellable, with
+        progress; raises ``PackCancelled`` on Esc."""
+        from ..engine.packing.progress import PackCancelled, PackProgress
+        from .preload import wait_for_preload
+        from .settings import setup_from_settings
+
+        self.progress.message = "Packing the particle sources"
+        if not wait_for_preload(lambda: self.progress.cancel_requested):  # the first start's kernels
+            raise PackCancelled()
+        self.pack_progress = PackProgress()
+        if self.progress.cancel_requested:  # Esc before the packing began
+            self.pack_progress.request_cancel()
+        setup = setup_from_settings(settings, progress=self.pack_progress)
+        self.pack_progress = None
+        return setup
 
     def starting_line(self) -> str:
         """What the worker does before its first step, for the status bar: the packing's stage, the
@@ -143,26 +165,21 @@ class BakeJob:
     def _run(self) -> None:
         from ..engine.bake import bake
         from ..engine.errors import BakeCancelled, MochiError
-        from ..engine.packing.progress import PackCancelled, PackProgress
-        from .preload import wait_for_preload
-        from .settings import setup_from_settings
+        from ..engine.packing.progress import PackCancelled
         from .worker_priority import lower_worker_priority
 
         if self.below_window:  # the window first: its redraws must not queue behind the bake's threads
             lower_worker_priority()
         try:
             if self.resume:
-                bake(None, self.folder, frames=self.frames, backend=self.backend, resume=True,
+                setup = None
+                if self.resume_settings is not None:  # the physics the scene resolves to now
+                    setup = self._pack(self.resume_settings)
+                self.phase = "stepping"
+                bake(setup, self.folder, frames=self.frames, backend=self.backend, resume=True,
                      progress=self.progress, info=self.info, inputs=self.inputs, rt_device=self.rt_device)
             else:
-                self.progress.message = "Packing the particle sources"
-                if not wait_for_preload(lambda: self.progress.cancel_requested):  # the first start's kernels
-                    raise PackCancelled()
-                self.pack_progress = PackProgress()
-                if self.progress.cancel_requested:  # Esc before the packing began
-                    self.pack_progress.request_cancel()
-                setup = setup_from_settings(self.settings, progress=self.pack_progress)
-                self.pack_progress = None
+                setup = self._pack(self.settings)
                 if not self._estimate_and_wait(setup):
                     return
                 self.phase = "stepping"
@@ -186,12 +203,13 @@ def current_job() -> BakeJob | None:
 
 
 def start_job(folder: Path, *, frames: int, backend: str, settings: BakeSettings | None,
-              info: dict | None = None, inputs: dict | None = None, confirm_above: float | None = None,
+              resume_settings: BakeSettings | None = None, info: dict | None = None, inputs: dict | None = None, confirm_above: float | None = None,
               frames_on_disk: int = 0, rt_device: str | None = None, estimate=None,
               below_window: bool = False) -> BakeJob:
     """Start a bake in a worker thread.
 
     Args:
+        resume_settings: A resume's scene as it is now (``BakeJob.resume_settings``).
         frames_on_disk: Complete frames the cache already holds (a resume): the progress starts there,
             so that nothing drawn before the worker has read the cache shows the bake back at frame 0.
         rt_device: Device kind for rt or auto, or None.
@@ -211,7 +229,7 @@ def start_job(folder: Path, *, frames: int, backend: str, settings: BakeSettings
         if _current is not None:
             raise MochiError("A Mochi bake is already running; cancel it or wait for it to finish.")
         job = BakeJob(folder=Path(folder), frames=frames, backend=backend, settings=settings,
-                      info=dict(info or {}), inputs=inputs, confirm_above=confirm_above, progress=BakeProgress(),
+                      resume_settings=resume_settings, info=dict(info or {}), inputs=inputs, confirm_above=confirm_above, progress=BakeProgress(),
                       rt_device=rt_device, measured=estimate, below_window=below_window)
         job.progress.frames_total = frames
         if frames_on_disk > 0:

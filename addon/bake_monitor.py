@@ -146,16 +146,19 @@ def start_bake(context, *, resume: bool, frames: int | None = None, backend: str
         settings = None
         info = {key: manifest[key] for key in MANIFEST_INFO_KEYS if key in manifest}
         rt_device = rt_device or manifest.get("rt_device_requested")
-        # The scene as it is now, so the engine can refuse a resume of a scene that changed since.
-        inputs = scene_blender_to_settings(context, frame_count=total).fingerprint()
+        # The scene as it is now, so the engine can refuse a resume of a scene that changed since, and
+        # of a manifest whose physics are not what this scene resolves to.
+        resume_settings = scene_blender_to_settings(context, frame_count=total)
+        inputs = resume_settings.fingerprint()
     else:
+        resume_settings = None
         if completed > 0:
             raise MochiError(f"'{folder}' already holds a bake of {completed} frames; free it or resume it.")
         info = settings.manifest_info()
         inputs = settings.fingerprint()
     info.update(bake_timing_info(manifest if resume else None, total))
     job = bake_job.start_job(folder, frames=total, backend=backend_name(scene, backend), settings=settings,
-                             info=info, inputs=inputs, confirm_above=confirm_above,
+                             resume_settings=resume_settings, info=info, inputs=inputs, confirm_above=confirm_above,
                              frames_on_disk=completed if resume else 0, rt_device=rt_device, estimate=measured,
                              below_window=not bpy.app.background)
     start = scene.mochi.frame_start

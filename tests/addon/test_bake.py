@@ -275,3 +275,27 @@ def test_a_long_bake_shows_its_estimate_and_waits_for_a_go(small_scene):
     assert bpy.ops.mochi.bake_cancel() == {"FINISHED"}
     outcome = monitor_module.run_blocking(monitor, tick=0.05)
     assert outcome.cancelled and frames_on_disk(folder) == []
+
+
+def test_resume_refuses_a_re_signed_manifest_whose_physics_are_not_the_scenes(small_scene):
+    """Blender's Resume packs the scene again and compares the physics it resolves to with the
+    manifest's, so a manifest edited and signed again (its digests recomputed: it has no key) cannot
+    change the physics behind the scene's back, even with values in range and an unchanged scene."""
+    import json
+
+    small_scene.mochi.frame_end = 2
+    assert bpy.ops.mochi.bake() == {"FINISHED"}
+    folder = cache_dir(small_scene)
+    files = {p.name: p.read_bytes() for p in folder.glob("frame_*.ply")}
+    integrity = mochi_module("engine.cache_integrity")
+    digest = mochi_module("engine.digest").digest
+    manifest_path = folder / "manifest.json"
+    data = json.loads(manifest_path.read_text())
+    data.pop(integrity.MANIFEST_DIGEST_KEY)
+    data["physics"]["materials"][0]["friction"] = 0.123  # in range: only the comparison can refuse it
+    data["physics_digest"] = digest(data["physics"])
+    manifest_path.write_text(json.dumps(integrity.with_manifest_digest(data)))
+    small_scene.mochi.frame_end = 4
+    outcome = bake_and_wait(resume=True)
+    assert outcome.level == "ERROR" and "physics" in outcome.message and "friction" in outcome.message
+    assert {p.name: p.read_bytes() for p in folder.glob("frame_*.ply")} == files

@@ -192,7 +192,7 @@ def test_fresh_blender_installs_packs_bakes_and_uninstalls(linux_zip, fresh_pyth
     # The two baked frames exist and parse (read here, with this environment's plyfile).
     from engine.ply import read_particles
 
-    frames = sorted((work / "mochi_scene").glob("frame_*.ply"))
+    frames = sorted((work / "mochi_scene_Scene").glob("frame_*.ply"))  # //mochi_<file>_<scene>
     assert [p.name for p in frames] == ["frame_0001.ply", "frame_0002.ply"]
     (first, first_radius, _), (last, last_radius, last_velocity) = (read_particles(p) for p in frames)
     assert len(first_radius) == len(last_radius) == report["packed"]  # checks NaNs and radii as it reads

@@ -93,6 +93,10 @@ def test_a_gpu_backend_refuses_hertz_in_the_bake_report(small_scene, monkeypatch
     cupy = types.ModuleType("cupy")
     monkeypatch.setitem(sys.modules, "cupy", cupy)
     monkeypatch.setattr(mochi_module("engine.backends.cuda_grid"), "import_cupy", lambda: cupy)
+    # The panel's availability probe would find no device behind the stand-in: it says CUDA can start.
+    probe = mochi_module("addon.backend_probe")
+    monkeypatch.setattr(probe, "backend_availability",
+                        lambda: probe.BackendAvailability({"cpu": "CPU", "cuda": "stand-in"}, {}, False))
     small_scene.mochi.contact_law, small_scene.mochi.timestep_mode = "HERTZ", "AUTO"
     small_scene.mochi.backend = "cuda"
     with pytest.raises(RuntimeError, match=r"GPU backends have only the linear \(Hooke\) contact law, not 'hertz'"):
