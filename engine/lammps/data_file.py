@@ -48,7 +48,7 @@ def write_sphere_data(path: str | Path, positions: np.ndarray, radii: np.ndarray
     with open(path, "w", encoding="ascii") as out:
         out.write(f"Mochi state, {n} spheres\n\n{n} atoms\n{count} atom types\n\n")
         for axis, name in enumerate("xyz"):
-            out.write(f"{lo[axis]!r} {hi[axis]!r} {name}lo {name}hi\n")
+            out.write(f"{float(lo[axis])!r} {float(hi[axis])!r} {name}lo {name}hi\n")
         out.write("\nAtoms\n\n")
         # repr-precision floats: the peer starts from exactly Mochi's float32 values.
         np.savetxt(out, np.column_stack([ids, types, 2.0 * radii, densities, positions]),

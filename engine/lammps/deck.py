@@ -47,12 +47,12 @@ def gravity_line(gravity) -> str:
     if magnitude == 0.0:
         return ""
     d = g / magnitude
-    return f"fix grav all gravity {magnitude!r} vector {d[0]!r} {d[1]!r} {d[2]!r}\n"
+    return f"fix grav all gravity {float(magnitude)!r} vector {float(d[0])!r} {float(d[1])!r} {float(d[2])!r}\n"
 
 
 def _bound(plane: float | None) -> str:
     """A wall plane of ``wall/gran``: its coordinate [m], or NULL for no wall on that side."""
-    return "NULL" if plane is None else repr(plane)
+    return "NULL" if plane is None else repr(float(plane))
 
 
 def setup_lines(law: LawLammps, *, data_name: str, skin: float) -> str:
@@ -73,11 +73,11 @@ boundary f f f
 newton off
 comm_modify vel yes
 read_data {data_name}
-neighbor {skin!r} bin
+neighbor {float(skin)!r} bin
 neigh_modify delay 0 every 1 check yes
 pair_style granular
 {pairs}{groups}{walls}fix integrate all {'nve/sphere' if law.rotation else 'nve'}
-{gravity_line(law.gravity)}timestep {law.dt!r}
+{gravity_line(law.gravity)}timestep {float(law.dt)!r}
 """
 
 

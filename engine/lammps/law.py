@@ -76,8 +76,8 @@ def tsuji_input_for(alpha: float) -> float:
 def _normal(model: str, stiffness: float, alpha: float) -> str:
     """``hooke|hertz kn e_in damping tsuji``, or undamped (``damping velocity`` 0) when α is 0 (e = 1)."""
     if alpha == 0.0:
-        return f"{model} {stiffness!r} 0.0 damping velocity"
-    return f"{model} {stiffness!r} {tsuji_input_for(alpha)!r} damping tsuji"
+        return f"{model} {float(stiffness)!r} 0.0 damping velocity"
+    return f"{model} {float(stiffness)!r} {float(tsuji_input_for(alpha))!r} damping tsuji"
 
 
 def hooke_coeffs(stiffness: float, beta: float, *, friction: float = 0.0, rolling: float = 0.0,
@@ -96,11 +96,11 @@ def hooke_coeffs(stiffness: float, beta: float, *, friction: float = 0.0, rollin
     if friction == 0.0 and rolling == 0.0:
         return f"{normal} tangential linear_nohistory 0.0 0.0"
     if damper:
-        return f"{normal} tangential linear_nohistory {1.0 / beta!r} {friction!r}"
+        return f"{normal} tangential linear_nohistory {float(1.0 / beta)!r} {float(friction)!r}"
     k_t = TANGENTIAL_STIFFNESS_RATIO * stiffness
-    text = f"{normal} tangential linear_history {k_t!r} {math.sqrt(TANGENTIAL_STIFFNESS_RATIO)!r} {friction!r}"
+    text = f"{normal} tangential linear_history {float(k_t)!r} {math.sqrt(TANGENTIAL_STIFFNESS_RATIO)!r} {float(friction)!r}"
     if rolling > 0.0:
-        text += f" rolling sds {k_t!r} {2.0 * beta * math.sqrt(m_eff * k_t)!r} {rolling!r}"
+        text += f" rolling sds {float(k_t)!r} {float(2.0 * beta * math.sqrt(m_eff * k_t))!r} {float(rolling)!r}"
     return text
 
 
@@ -109,7 +109,7 @@ def hertz_coeffs(youngs: float, shear: float, beta: float, *, friction: float = 
     normal = _normal("hertz", 4.0 / 3.0 * youngs, math.sqrt(5.0) * beta)
     if friction == 0.0:
         return f"{normal} tangential linear_nohistory 0.0 0.0"
-    return f"{normal} tangential mindlin {8.0 * shear!r} {math.sqrt(4.0 * shear / youngs)!r} {friction!r}"
+    return f"{normal} tangential mindlin {float(8.0 * shear)!r} {float(math.sqrt(4.0 * shear / youngs))!r} {float(friction)!r}"
 
 
 def box_padding(lo, hi) -> tuple[np.ndarray, np.ndarray]:
