@@ -43,9 +43,15 @@ ROOT = Path(__file__).resolve().parent.parent
 #: first Pack loads them instead of compiling for a minute with Python's lock mostly held.
 #: argv[1] is the folder, argv[2] the package's name, argv[3:] the modules.
 _CHILD_CODE = """
-import importlib.util, os, sys
+import importlib.machinery, importlib.util, os, sys
 import numpy as np
 root, name = sys.argv[1], sys.argv[2]
+parents = name.split(".")[:-1]  # bl_ext.user_default: empty packages, so that imports through them resolve
+for depth in range(1, len(parents) + 1):
+    parent = importlib.util.module_from_spec(importlib.machinery.ModuleSpec(".".join(parents[:depth]), None,
+                                                                            is_package=True))
+    parent.__path__ = []
+    sys.modules.setdefault(parent.__name__, parent)
 spec = importlib.util.spec_from_file_location(name, root + "/__init__.py", submodule_search_locations=[root])
 package = importlib.util.module_from_spec(spec)
 sys.modules[name] = package

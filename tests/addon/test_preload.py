@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import sys
 
-from .conftest import bpy, mochi_module
+import pytest
+
+from .conftest import bpy, mochi_module, needs_bpy_module
 
 
 def test_preload_imports_the_first_operators_modules(mochi):
@@ -18,6 +20,7 @@ def test_preload_imports_the_first_operators_modules(mochi):
     assert "numba" in sys.modules and "scipy" in sys.modules
 
 
+@needs_bpy_module  # its child imports bpy, which a Blender executable's own Python does not have
 def test_registering_imports_neither_numba_nor_scipy(tmp_path):
     """The window's first draw waits for register(): the heavy imports are the preload thread's alone."""
     import json
@@ -53,8 +56,13 @@ def test_the_first_start_writes_the_bytecode_in_a_child(mochi, tmp_path, monkeyp
     monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path / "bytecode"))
     assert preload.bytecode_missing("numba")
     kernels = tmp_path / "numba"
-    assert preload.warm_bytecode(mochi.__name__, env={**os.environ, "PYTHONPYCACHEPREFIX": str(tmp_path / "bytecode"),
-                                                     "NUMBA_CACHE_DIR": str(kernels)})
+    env = {**os.environ, "PYTHONPYCACHEPREFIX": str(tmp_path / "bytecode"), "NUMBA_CACHE_DIR": str(kernels)}
+    if not preload.warm_bytecode(mochi.__name__, env=env):  # say why: the child's own words
+        import subprocess
+
+        child = subprocess.run(preload.child_command(mochi.__name__), capture_output=True, text=True, timeout=600,
+                               env={**env, "PYTHONPATH": os.pathsep.join(path for path in sys.path if path)})
+        pytest.fail(f"the child failed ({child.returncode}): {child.stderr[-3000:]}")
     assert not preload.bytecode_missing("numba")
     # The packing's kernels compiled into the numba cache folder the extension set for itself (the
     # engine's import in the child would have put them in its default folder).
