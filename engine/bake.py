@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +27,7 @@ from .cache_files import (check_no_foreign, real_folder, remove_files, remove_le
                           survey_folder)
 from .cache_integrity import MANIFEST_DIGEST_KEY, check_manifest_digest, check_same_physics, physics_from_manifest
 from .cache_lock import CacheLock
+from .cancel import CancelFlag
 from .colliders.storage import FOLDER as COLLIDERS_FOLDER
 from .colliders.storage import encode_colliders
 from .contact_history import ContactHistory
@@ -45,8 +45,9 @@ CANCEL_CHECK_SECONDS = 0.1
 
 
 @dataclass
-class BakeProgress:
-    """What a running bake tells its observers. Written by the bake thread, read by anyone.
+class BakeProgress(CancelFlag):
+    """What a running bake tells its observers. Written by the bake thread, read by anyone; its cancel
+    flag (``request_cancel``) is looked at between chunks of steps.
 
     Attributes:
         frames_total: Last frame the bake will write.
@@ -83,15 +84,6 @@ class BakeProgress:
     stepping_seconds: float = 0.0
     estimate: object = None
     awaiting_confirmation: bool = False
-    _cancel: threading.Event = field(default_factory=threading.Event, repr=False)
-
-    def request_cancel(self) -> None:
-        """Ask the bake to stop after its current chunk of steps."""
-        self._cancel.set()
-
-    @property
-    def cancel_requested(self) -> bool:
-        return self._cancel.is_set()
 
     @property
     def frames_exact(self) -> float:

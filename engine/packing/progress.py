@@ -12,10 +12,11 @@ scripts) each loop is one call, as before.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+from ..cancel import CancelFlag
 
 #: Wall-clock time one uninterrupted chunk aims at [s]: a cancel is seen within about this (twice it
 #: on a machine whose cores are shared), far below the 1 s a person waits for Esc to act.
@@ -33,7 +34,7 @@ class PackCancelled(Exception):
 
 
 @dataclass(eq=False)
-class PackProgress:
+class PackProgress(CancelFlag):
     """What a running packing tells the thread that waits for it; written by the packing, read by anyone.
 
     Attributes:
@@ -49,19 +50,10 @@ class PackProgress:
     attempt: int = 1
     attempts_most: int = 1
     chunks: int = 0
-    _cancel: threading.Event = field(default_factory=threading.Event, repr=False)
-
-    def request_cancel(self) -> None:
-        """Ask the packing to stop at its next chunk (from any thread)."""
-        self._cancel.set()
-
-    @property
-    def cancel_requested(self) -> bool:
-        return self._cancel.is_set()
 
     def check(self) -> None:
         """Raise ``PackCancelled`` when a cancel was requested."""
-        if self._cancel.is_set():
+        if self.cancel_requested:
             raise PackCancelled()
 
     def begin(self, stage: str) -> None:
